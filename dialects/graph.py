@@ -1,0 +1,1687 @@
+"""The `graph` dialect: typed tensor ops with shape inference (Relay's role).
+
+Values are builtin ranked tensors (`tensor<1x3x224x224xf32>`); element types
+f32 first, with f16/f64, i64/i32/i8/ui8 and i1 (bool) where the op allows.
+Programs are `func.func`s of graph ops. Every op
+
+* infers its result types (``Op.make(*operands, **attrs)``),
+* verifies them, naming the rule that fails,
+* prints as ``graph.op %a, %b {attrs} : (operand types) -> result types``,
+* has a numpy ``reference`` used by the evaluator and fold-constant.
+
+Defaults: NCHW data / OIHW kernel layout; ``padding`` is
+``[top, left, bottom, right]`` (ONNX's begin..., end... order for 2-D).
+
+Ops that ``legalize`` rewrites away (composite ops) are marked
+``COMPOSITE = True``; the rest form the *core set* that ``lower-to-loops`` handles.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    DenseIntOrFPElementsAttr,
+    StringAttr,
+    TensorType,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Dialect
+from xdsl.irdl import (
+    attr_def,
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from dlc.dialects.graph_base import (
+    Attrs,
+    GraphOp,
+    ShapeError,
+    broadcast_shapes,
+    is_bool,
+    is_float,
+    is_int,
+    normalize_axis,
+    numpy_dtype,
+    numpy_from_dense,
+    tensor_type,
+)
+
+Types = Sequence[TensorType]
+
+
+def _expect_count(types: Types, n: int | tuple[int, int]) -> None:
+    lo, hi = (n, n) if isinstance(n, int) else n
+    if not lo <= len(types) <= hi:
+        want = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise ShapeError(f"expects {want} operands, got {len(types)}")
+
+
+def _check_element(t: TensorType, rule: str, what: str = "operand") -> None:
+    et = t.element_type
+    ok = {
+        "float": is_float(et),
+        "int": is_int(et),
+        "bool": is_bool(et),
+        "numeric": is_float(et) or is_int(et),
+        "any": True,
+    }[rule]
+    if not ok:
+        kinds = {"numeric": "float or integer"}.get(rule, rule)
+        raise ShapeError(f"{what} element type {et} is not {kinds} (op takes {kinds} tensors)")
+
+
+def _same_element(types: Types) -> Attribute:
+    ets = {t.element_type for t in types}
+    if len(ets) > 1:
+        raise ShapeError(
+            "operands must have the same element type, got "
+            + ", ".join(str(t.element_type) for t in types)
+        )
+    return types[0].element_type
+
+
+# ===========================================================================
+# constants
+# ===========================================================================
+
+
+@irdl_op_definition
+class ConstantOp(GraphOp):
+    """A tensor literal held inline as a dense attribute (small constants).
+
+    ```mlir
+    %c = graph.constant dense<[1.0, 2.0, 3.0]> : tensor<3xf32>
+    ```
+    """
+
+    name = "graph.constant"
+    value = attr_def(DenseIntOrFPElementsAttr)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 0)
+        value = attrs.raw.get("value")
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            raise ShapeError("attribute 'value' must be a dense elements attribute")
+        return [value.type]
+
+    @classmethod
+    def from_numpy(cls, array: np.ndarray) -> ConstantOp:
+        from dlc.dialects.graph_base import dense_from_numpy
+
+        return cls.make(value=dense_from_numpy(np.asarray(array)))
+
+    def array(self) -> np.ndarray:
+        return numpy_from_dense(self.value)
+
+    def reference(self) -> list[np.ndarray]:
+        return [self.array()]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        self.value.print_without_type(printer)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("value",))
+        printer.print_string(" : ")
+        printer.print_attribute(self.out.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConstantOp:
+        pos = parser.pos
+        value = parser.parse_attribute()
+        attributes = parser.parse_optional_attr_dict()
+        if not isinstance(value, DenseIntOrFPElementsAttr):
+            # `dense<...>` without a type: the type follows the colon
+            parser.parse_punctuation(":")
+            type_ = parser.parse_type()
+            value = _typed_dense(parser, value, type_, pos)
+        elif parser.parse_optional_punctuation(":") is not None:
+            parser.parse_type()
+        return cls.create(
+            result_types=[value.type], attributes={"value": value, **attributes}
+        )
+
+
+def _typed_dense(parser: Parser, value: Attribute, type_: Attribute, pos: int):
+    parser.raise_error("expected a dense elements attribute like dense<...> : tensor<..>", pos)
+
+
+@irdl_op_definition
+class WeightOp(GraphOp):
+    """A tensor held in the module's external weights store, by name.
+
+    Large constants (model weights) live in a :class:`dlc.weights.WeightStore`
+    (saved beside the IR as ``.npz``), never in Python lists or printed text.
+
+    ```mlir
+    %w = graph.weight "conv1.weight" : tensor<64x3x7x7xf32>
+    ```
+    """
+
+    name = "graph.weight"
+    weight_name = attr_def(StringAttr, attr_name="name")
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        raise ShapeError("graph.weight's type comes from the weights store")
+
+    def verify_(self) -> None:
+        if self.operands:
+            raise VerifyException("graph.weight: takes no operands")
+        from dlc.weights import lookup_weight
+
+        array = lookup_weight(self, self.weight_name.data, missing_ok=True)
+        if array is None:
+            return  # store not attached (e.g. parsing IR alone): nothing to check
+        expected = tensor_type(array.shape, self.out.type.element_type)
+        if expected != self.out.type or numpy_dtype(self.out.type.element_type) != array.dtype:
+            raise VerifyException(
+                f"graph.weight: weight \"{self.weight_name.data}\" in the store is "
+                f"{array.dtype}{list(array.shape)}, which does not match {self.out.type}"
+            )
+
+    def array(self) -> np.ndarray:
+        from dlc.weights import lookup_weight
+
+        return lookup_weight(self, self.weight_name.data)
+
+    def reference(self) -> list[np.ndarray]:
+        return [self.array()]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_string_literal(self.weight_name.data)
+        printer.print_op_attributes(self.attributes, reserved_attr_names=("name",))
+        printer.print_string(" : ")
+        printer.print_attribute(self.out.type)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> WeightOp:
+        name = parser.parse_str_literal("weight name")
+        attributes = parser.parse_optional_attr_dict()
+        parser.parse_punctuation(":")
+        type_ = parser.parse_type()
+        return cls.create(
+            result_types=[type_], attributes={"name": StringAttr(name), **attributes}
+        )
+
+    @classmethod
+    def make_named(cls, name: str, type_: TensorType) -> WeightOp:
+        return cls.create(result_types=[type_], attributes={"name": StringAttr(name)})
+
+
+# ===========================================================================
+# elementwise
+# ===========================================================================
+
+
+class UnaryOp(GraphOp):
+    """Elementwise ``out = fn(x)``; result type = operand type."""
+
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+    ELEMENT: ClassVar[str] = "float"
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        _check_element(operand_types[0], cls.ELEMENT)
+        cls.check_attrs(attrs)
+        return [operand_types[0]]
+
+    @classmethod
+    def check_attrs(cls, attrs: Attrs) -> None:
+        pass
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        with np.errstate(all="ignore"):
+            return [np.asarray(self.compute(x)).astype(x.dtype, copy=False)]
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    # math.erf is correctly rounded; the oracle favours accuracy over speed.
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype)
+
+
+def _unary(name: str, fn, element: str = "float", doc: str = "") -> type[UnaryOp]:
+    op_name = f"graph.{name}"
+
+    class _Op(UnaryOp):
+        ELEMENT: ClassVar[str] = element
+
+        def compute(self, x: np.ndarray) -> np.ndarray:
+            return fn(x)
+
+    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split("_")) + "Op"
+    _Op.name = op_name
+    _Op.__doc__ = (
+        f"Elementwise {doc or name} ({element} tensors).\n\n"
+        f"```mlir\n%y = {op_name} %x : (tensor<2x3xf32>) -> tensor<2x3xf32>\n```\n"
+    )
+    return irdl_op_definition(_Op)
+
+
+NegOp = _unary("neg", np.negative, "numeric", "negation -x")
+AbsOp = _unary("abs", np.abs, "numeric", "absolute value")
+SignOp = _unary("sign", np.sign, "numeric", "sign (-1, 0, 1)")
+ExpOp = _unary("exp", np.exp)
+LogOp = _unary("log", np.log, doc="natural logarithm")
+SqrtOp = _unary("sqrt", np.sqrt)
+RsqrtOp = _unary("rsqrt", lambda x: 1.0 / np.sqrt(x), doc="reciprocal square root")
+ReciprocalOp = _unary("reciprocal", lambda x: 1.0 / x, doc="1/x")
+TanhOp = _unary("tanh", np.tanh)
+SigmoidOp = _unary("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), doc="logistic 1/(1+exp(-x))")
+ReluOp = _unary("relu", lambda x: np.maximum(x, 0), "numeric", "max(x, 0)")
+ErfOp = _unary("erf", _erf, doc="Gauss error function")
+FloorOp = _unary("floor", np.floor)
+CeilOp = _unary("ceil", np.ceil)
+RoundOp = _unary("round", np.round, doc="round half to even")
+SinOp = _unary("sin", np.sin)
+CosOp = _unary("cos", np.cos)
+SoftplusOp = _unary("softplus", lambda x: np.log1p(np.exp(x)), doc="log(1+exp(x))")
+NotOp = _unary("not", np.logical_not, "bool", "logical not")
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """GELU, ``x * 0.5 * (1 + erf(x / sqrt(2)))``; ``approximate = "tanh"`` selects
+    the tanh form. Composite: legalize rewrites it with erf/tanh.
+
+    ```mlir
+    %y = graph.gelu %x : (tensor<4xf32>) -> tensor<4xf32>
+    ```
+    """
+
+    name = "graph.gelu"
+    COMPOSITE: ClassVar[bool] = True
+
+    @classmethod
+    def check_attrs(cls, attrs: Attrs) -> None:
+        if attrs.str("approximate", "none") not in ("none", "tanh"):
+            raise ShapeError("attribute 'approximate' must be \"none\" or \"tanh\"")
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        if self.attrs.str("approximate", "none") == "tanh":
+            c = math.sqrt(2.0 / math.pi)
+            return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x**3)))
+        return 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0).astype(x.dtype)))
+
+
+@irdl_op_definition
+class ClipOp(UnaryOp):
+    """Clamp to ``[min, max]`` (either may be absent).
+
+    ```mlir
+    %y = graph.clip %x {min = 0.0 : f32, max = 6.0 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+    ```
+    """
+
+    name = "graph.clip"
+    ELEMENT: ClassVar[str] = "numeric"
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        lo = self.attrs.float("min", -math.inf)
+        hi = self.attrs.float("max", math.inf)
+        out = x
+        if lo != -math.inf:
+            out = np.maximum(out, np.asarray(lo).astype(x.dtype))
+        if hi != math.inf:
+            out = np.minimum(out, np.asarray(hi).astype(x.dtype))
+        return out
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryOp):
+    """``x if x >= 0 else alpha * x`` (alpha default 0.01).
+
+    ```mlir
+    %y = graph.leaky_relu %x {alpha = 0.1 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+    ```
+    """
+
+    name = "graph.leaky_relu"
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        alpha = np.asarray(self.attrs.float("alpha", 0.01)).astype(x.dtype)
+        return np.where(x >= 0, x, alpha * x)
+
+
+@irdl_op_definition
+class EluOp(UnaryOp):
+    """``x if x > 0 else alpha * (exp(x) - 1)`` (alpha default 1).
+
+    ```mlir
+    %y = graph.elu %x {alpha = 1.0 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+    ```
+    """
+
+    name = "graph.elu"
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        alpha = self.attrs.float("alpha", 1.0)
+        return np.where(x > 0, x, alpha * (np.exp(x) - 1))
+
+
+@irdl_op_definition
+class HardSigmoidOp(UnaryOp):
+    """``clip(alpha * x + beta, 0, 1)`` (alpha 0.2, beta 0.5 by default).
+
+    ```mlir
+    %y = graph.hard_sigmoid %x {alpha = 0.2 : f32, beta = 0.5 : f32} : (tensor<4xf32>) -> tensor<4xf32>
+    ```
+    """
+
+    name = "graph.hard_sigmoid"
+
+    def compute(self, x: np.ndarray) -> np.ndarray:
+        alpha = self.attrs.float("alpha", 0.2)
+        beta = self.attrs.float("beta", 0.5)
+        return np.clip(alpha * x + beta, 0, 1)
+
+
+@irdl_op_definition
+class CastOp(GraphOp):
+    """Convert element type (``to``); float->int truncates toward zero, like C.
+
+    ```mlir
+    %y = graph.cast %x {to = i32} : (tensor<4xf32>) -> tensor<4xi32>
+    ```
+    """
+
+    name = "graph.cast"
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        to = attrs.type("to")
+        numpy_dtype(to)  # supported element type?
+        return [tensor_type(operand_types[0].get_shape(), to)]
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        with np.errstate(all="ignore"):
+            return [x.astype(numpy_dtype(self.attrs.type("to")))]
+
+
+class BinaryOp(GraphOp):
+    """Elementwise binary op with numpy broadcasting; both operands share one
+    element type (no implicit promotion)."""
+
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+    ELEMENT: ClassVar[str] = "numeric"
+    RESULT_BOOL: ClassVar[bool] = False
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        element = _same_element(operand_types)
+        _check_element(operand_types[0], cls.ELEMENT)
+        shape = broadcast_shapes(*(t.get_shape() for t in operand_types))
+        return [tensor_type(shape, i1 if cls.RESULT_BOOL else element)]
+
+    def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def reference(self, a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
+        with np.errstate(all="ignore"):
+            out = np.asarray(self.compute(a, b))
+        return [out if self.RESULT_BOOL else out.astype(a.dtype, copy=False)]
+
+
+def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":  # C semantics: truncate toward zero
+        safe = np.where(b == 0, 1, b)
+        q = np.abs(a) // np.abs(safe)
+        return np.where((a < 0) != (safe < 0), -q, q).astype(a.dtype)
+    return a / b
+
+
+def _int_pow(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        return np.power(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)
+    return np.power(a, b)
+
+
+def _fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype.kind in "iu":
+        safe = np.where(b == 0, 1, b)
+        return np.fmod(a, safe)
+    return np.fmod(a, b)
+
+
+def _binary(name: str, fn, element: str = "numeric", result_bool: bool = False, doc: str = ""):
+    op_name = f"graph.{name}"
+
+    class _Op(BinaryOp):
+        ELEMENT: ClassVar[str] = element
+        RESULT_BOOL: ClassVar[bool] = result_bool
+
+        def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+            return fn(a, b)
+
+    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split("_")) + "Op"
+    _Op.name = op_name
+    out_t = "tensor<2x3xi1>" if result_bool else "tensor<2x3xf32>"
+    _Op.__doc__ = (
+        f"Elementwise {doc or name} with numpy broadcasting ({element} tensors).\n\n"
+        f"```mlir\n%z = {op_name} %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> {out_t}\n```\n"
+    )
+    return irdl_op_definition(_Op)
+
+
+AddOp = _binary("add", np.add, doc="a + b")
+SubOp = _binary("sub", np.subtract, doc="a - b")
+MulOp = _binary("mul", np.multiply, doc="a * b")
+DivOp = _binary("div", _int_div, doc="a / b (integers truncate toward zero)")
+PowOp = _binary("pow", _int_pow, doc="a ** b")
+ModOp = _binary("mod", _fmod, doc="remainder with the sign of a (C fmod)")
+MaxOp = _binary("max", np.maximum, doc="elementwise maximum")
+MinOp = _binary("min", np.minimum, doc="elementwise minimum")
+EqualOp = _binary("equal", np.equal, "any", True, "a == b")
+NotEqualOp = _binary("not_equal", np.not_equal, "any", True, "a != b")
+LessOp = _binary("less", np.less, "numeric", True, "a < b")
+LessEqualOp = _binary("less_equal", np.less_equal, "numeric", True, "a <= b")
+GreaterOp = _binary("greater", np.greater, "numeric", True, "a > b")
+GreaterEqualOp = _binary("greater_equal", np.greater_equal, "numeric", True, "a >= b")
+AndOp = _binary("and", np.logical_and, "bool", True, "logical and")
+OrOp = _binary("or", np.logical_or, "bool", True, "logical or")
+XorOp = _binary("xor", np.logical_xor, "bool", True, "logical xor")
+
+
+@irdl_op_definition
+class WhereOp(GraphOp):
+    """``cond ? a : b`` elementwise, broadcasting all three operands.
+
+    ```mlir
+    %z = graph.where %c, %a, %b : (tensor<3xi1>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+    ```
+    """
+
+    name = "graph.where"
+    cond = operand_def(TensorType)
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 3)
+        _check_element(operand_types[0], "bool", "condition")
+        element = _same_element(operand_types[1:])
+        shape = broadcast_shapes(*(t.get_shape() for t in operand_types))
+        return [tensor_type(shape, element)]
+
+    def reference(self, c: np.ndarray, a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
+        return [np.where(c, a, b)]
+
+
+# ===========================================================================
+# linear algebra
+# ===========================================================================
+
+
+@irdl_op_definition
+class MatmulOp(GraphOp):
+    """numpy ``matmul``: batch dims broadcast; a 1-D operand is promoted to a
+    matrix and the added dim removed (covers batch-matmul).
+
+    ```mlir
+    %c = graph.matmul %a, %b : (tensor<8x2x3xf32>, tensor<3x5xf32>) -> tensor<8x2x5xf32>
+    ```
+    """
+
+    name = "graph.matmul"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        element = _same_element(operand_types)
+        _check_element(operand_types[0], "numeric")
+        a, b = (list(t.get_shape()) for t in operand_types)
+        if not a or not b:
+            raise ShapeError("operands must have rank >= 1 (no scalars in matmul)")
+        a2 = [1] + a if len(a) == 1 else a
+        b2 = b + [1] if len(b) == 1 else b
+        if a2[-1] != b2[-2]:
+            raise ShapeError(
+                f"contraction dims differ: lhs has K={a2[-1]}, rhs has K={b2[-2]}"
+            )
+        batch = broadcast_shapes(a2[:-2], b2[:-2])
+        shape = list(batch) + [a2[-2], b2[-1]]
+        if len(a) == 1:
+            shape.pop(-2)
+        if len(b) == 1:
+            shape.pop(-1)
+        return [tensor_type(shape, element)]
+
+    def reference(self, a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
+        if a.dtype.kind == "f":
+            out = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        else:
+            out = np.matmul(a, b)
+        return [out.astype(a.dtype)]
+
+
+@irdl_op_definition
+class DenseOp(GraphOp):
+    """Fully connected layer: ``x[..., K] . w[N, K]^T (+ bias[N])`` -> ``[..., N]``.
+    Composite: legalize rewrites it to transpose + matmul + add.
+
+    ```mlir
+    %y = graph.dense %x, %w, %b : (tensor<4x16xf32>, tensor<10x16xf32>, tensor<10xf32>) -> tensor<4x10xf32>
+    ```
+    """
+
+    name = "graph.dense"
+    x = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+    COMPOSITE: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, (2, 3))
+        element = _same_element(operand_types)
+        _check_element(operand_types[0], "numeric")
+        x, w = (list(t.get_shape()) for t in operand_types[:2])
+        if len(x) < 1 or len(w) != 2:
+            raise ShapeError(f"weight must be 2-D [N, K] and x at least 1-D, got {w} and {x}")
+        if x[-1] != w[1]:
+            raise ShapeError(f"x has K={x[-1]} but weight [N, K] has K={w[1]}")
+        shape = x[:-1] + [w[0]]
+        if len(operand_types) == 3:
+            bias = list(operand_types[2].get_shape())
+            if broadcast_shapes(shape, bias) != tuple(shape):
+                raise ShapeError(f"bias of shape {bias} does not broadcast to {shape}")
+        return [tensor_type(shape, element)]
+
+    def reference(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None):
+        out = np.matmul(x.astype(np.float64), w.T.astype(np.float64))
+        if b is not None:
+            out = out + b
+        return [out.astype(x.dtype)]
+
+
+# ===========================================================================
+# convolution and pooling
+# ===========================================================================
+
+_DATA_LAYOUTS = ("NCHW", "NHWC")
+_KERNEL_LAYOUTS = ("OIHW", "HWIO")
+
+
+def _conv_out(size: int, k: int, stride: int, pad: int, dilation: int, ceil: bool = False) -> int:
+    span = dilation * (k - 1) + 1
+    num = size + pad - span
+    if num < 0:
+        raise ShapeError(
+            f"window of extent {span} is larger than the padded input extent {size + pad}"
+        )
+    out = (-(-num // stride) if ceil else num // stride) + 1
+    if ceil and (out - 1) * stride >= size + pad - (pad // 2 if pad else 0):
+        # like ONNX/PyTorch: the last window must start inside the input or left pad
+        out -= 1
+    return out
+
+
+def _window_attrs(attrs: Attrs, spatial: int = 2):
+    strides = attrs.ints("strides", (1,) * spatial)
+    dil = attrs.ints("dilations", (1,) * spatial)
+    pads = attrs.ints("padding", (0,) * (2 * spatial))
+    for name, v, n in (("strides", strides, spatial), ("dilations", dil, spatial), ("padding", pads, 2 * spatial)):
+        if len(v) != n:
+            raise ShapeError(f"attribute '{name}' must have {n} values, got {len(v)}")
+    if min(strides) < 1 or min(dil) < 1:
+        raise ShapeError("strides and dilations must be >= 1")
+    if min(pads) < 0:
+        raise ShapeError("padding must be >= 0")
+    return strides, dil, pads
+
+
+def _nchw(shape: Sequence[int], layout: str) -> list[int]:
+    if layout == "NHWC":
+        return [shape[0], shape[3], shape[1], shape[2]]
+    return list(shape)
+
+
+def _from_nchw(shape: Sequence[int], layout: str) -> list[int]:
+    if layout == "NHWC":
+        return [shape[0], shape[2], shape[3], shape[1]]
+    return list(shape)
+
+
+def _layout(attrs: Attrs, name: str, allowed: tuple[str, ...]) -> str:
+    value = attrs.str(name, allowed[0])
+    if value not in allowed:
+        raise ShapeError(f"attribute '{name}' must be one of {', '.join(allowed)}, got {value}")
+    return value
+
+
+@irdl_op_definition
+class Conv2DOp(GraphOp):
+    """2-D convolution (cross-correlation). Attributes: ``strides`` [2],
+    ``padding`` [top, left, bottom, right], ``dilations`` [2], ``groups``,
+    ``data_layout`` (NCHW | NHWC), ``kernel_layout`` (OIHW | HWIO).
+
+    ```mlir
+    %y = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x5x5xf32>
+    ```
+    """
+
+    name = "graph.conv2d"
+    x = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        element = _same_element(operand_types)
+        _check_element(operand_types[0], "numeric")
+        x, w = (list(t.get_shape()) for t in operand_types)
+        if len(x) != 4 or len(w) != 4:
+            raise ShapeError(f"input and weight must be 4-D, got ranks {len(x)} and {len(w)}")
+        dl = _layout(attrs, "data_layout", _DATA_LAYOUTS)
+        kl = _layout(attrs, "kernel_layout", _KERNEL_LAYOUTS)
+        n, c, h, wd = _nchw(x, dl)
+        o, i, kh, kw = w if kl == "OIHW" else [w[3], w[2], w[0], w[1]]
+        groups = attrs.int("groups", 1)
+        if groups < 1 or c % groups or o % groups:
+            raise ShapeError(f"groups={groups} must divide input channels {c} and output channels {o}")
+        if i * groups != c:
+            raise ShapeError(
+                f"weight has {i} input channels per group but input has {c} channels "
+                f"with groups={groups}"
+            )
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
+        oh = _conv_out(h, kh, sh, pt + pb, dh)
+        ow = _conv_out(wd, kw, sw, pl + pr, dw)
+        return [tensor_type(_from_nchw([n, o, oh, ow], dl), element)]
+
+    def reference(self, x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+        a = self.attrs
+        dl, kl = a.str("data_layout", "NCHW"), a.str("kernel_layout", "OIHW")
+        if dl == "NHWC":
+            x = x.transpose(0, 3, 1, 2)
+        if kl == "HWIO":
+            w = w.transpose(3, 2, 0, 1)
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(a)
+        out = _conv2d_nchw(x, w, (sh, sw), (pt, pl, pb, pr), (dh, dw), a.int("groups", 1))
+        if dl == "NHWC":
+            out = out.transpose(0, 2, 3, 1)
+        return [np.ascontiguousarray(out)]
+
+
+def _conv2d_nchw(x, w, strides, pads, dilations, groups) -> np.ndarray:
+    n, c, h, wd = x.shape
+    o, cpg, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dilations
+    acc = np.float64 if x.dtype.kind == "f" else np.int64
+    xp = np.pad(x.astype(acc), ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])))
+    oh = (xp.shape[2] - dh * (kh - 1) - 1) // sh + 1
+    ow = (xp.shape[3] - dw * (kw - 1) - 1) // sw + 1
+    out = np.zeros((n, o, oh, ow), dtype=acc)
+    opg = o // groups
+    for g in range(groups):
+        xs = xp[:, g * cpg:(g + 1) * cpg]
+        ws = w[g * opg:(g + 1) * opg].astype(acc)
+        for i in range(kh):
+            for j in range(kw):
+                patch = xs[:, :, i * dh: i * dh + sh * (oh - 1) + 1: sh,
+                           j * dw: j * dw + sw * (ow - 1) + 1: sw]
+                out[:, g * opg:(g + 1) * opg] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+    return out.astype(x.dtype)
+
+
+@irdl_op_definition
+class ConvTranspose2DOp(GraphOp):
+    """2-D transposed convolution, NCHW data, weight ``[C_in, C_out/groups, KH, KW]``.
+    Output extent: ``(H-1)*stride - pad_begin - pad_end + dilation*(K-1) + output_padding + 1``.
+
+    ```mlir
+    %y = graph.conv_transpose2d %x, %w {strides = array<i64: 2, 2>} : (tensor<1x4x3x3xf32>, tensor<4x2x3x3xf32>) -> tensor<1x2x7x7xf32>
+    ```
+    """
+
+    name = "graph.conv_transpose2d"
+    x = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        element = _same_element(operand_types)
+        _check_element(operand_types[0], "float")
+        x, w = (list(t.get_shape()) for t in operand_types)
+        if len(x) != 4 or len(w) != 4:
+            raise ShapeError(f"input and weight must be 4-D, got ranks {len(x)} and {len(w)}")
+        groups = attrs.int("groups", 1)
+        if w[0] != x[1]:
+            raise ShapeError(f"weight has {w[0]} input channels but input has {x[1]}")
+        if groups < 1 or x[1] % groups:
+            raise ShapeError(f"groups={groups} must divide input channels {x[1]}")
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
+        oph, opw = attrs.ints("output_padding", (0, 0))
+        oh = (x[2] - 1) * sh - pt - pb + dh * (w[2] - 1) + oph + 1
+        ow = (x[3] - 1) * sw - pl - pr + dw * (w[3] - 1) + opw + 1
+        if oh < 1 or ow < 1:
+            raise ShapeError(f"output extent {oh}x{ow} is empty")
+        return [tensor_type([x[0], w[1] * groups, oh, ow], element)]
+
+    def reference(self, x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(self.attrs)
+        groups = self.attrs.int("groups", 1)
+        n, c, h, wd = x.shape
+        _, opg, kh, kw = w.shape
+        out_t = self.out.type.get_shape()
+        full_h = (h - 1) * sh + dh * (kh - 1) + 1 + max(out_t[2] + pt + pb - ((h - 1) * sh + dh * (kh - 1) + 1), 0)
+        full_w = (wd - 1) * sw + dw * (kw - 1) + 1 + max(out_t[3] + pl + pr - ((wd - 1) * sw + dw * (kw - 1) + 1), 0)
+        full = np.zeros((n, opg * groups, full_h, full_w), dtype=np.float64)
+        cpg = c // groups
+        for g in range(groups):
+            xs = x[:, g * cpg:(g + 1) * cpg].astype(np.float64)
+            ws = w[g * cpg:(g + 1) * cpg].astype(np.float64)
+            for i in range(kh):
+                for j in range(kw):
+                    contrib = np.einsum("nchw,co->nohw", xs, ws[:, :, i, j])
+                    full[:, g * opg:(g + 1) * opg,
+                         i * dh: i * dh + sh * (h - 1) + 1: sh,
+                         j * dw: j * dw + sw * (wd - 1) + 1: sw] += contrib
+        out = full[:, :, pt:pt + out_t[2], pl:pl + out_t[3]]
+        return [np.ascontiguousarray(out).astype(x.dtype)]
+
+
+class _PoolOp(GraphOp):
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        _check_element(operand_types[0], "numeric")
+        x = list(operand_types[0].get_shape())
+        if len(x) != 4:
+            raise ShapeError(f"input must be 4-D, got rank {len(x)}")
+        dl = _layout(attrs, "layout", _DATA_LAYOUTS)
+        n, c, h, w = _nchw(x, dl)
+        kh, kw = attrs.ints("kernel")
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
+        if max(pt, pb) >= dh * (kh - 1) + 1 or max(pl, pr) >= dw * (kw - 1) + 1:
+            raise ShapeError("padding must be smaller than the window")
+        ceil = attrs.bool("ceil_mode")
+        oh = _pool_out(h, kh, sh, pt, pb, dh, ceil)
+        ow = _pool_out(w, kw, sw, pl, pr, dw, ceil)
+        return [tensor_type(_from_nchw([n, c, oh, ow], dl), operand_types[0].element_type)]
+
+    def _windows(self, x: np.ndarray, fill: float):
+        """Yield (ki, kj, patch, valid-mask) over the window positions, NCHW."""
+        a = self.attrs
+        kh, kw = a.ints("kernel")
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(a)
+        oh, ow = self.out.type.get_shape()[2:] if a.str("layout", "NCHW") == "NCHW" else self.out.type.get_shape()[1:3]
+        extra_h = max((oh - 1) * sh + dh * (kh - 1) + 1 - (x.shape[2] + pt + pb), 0)
+        extra_w = max((ow - 1) * sw + dw * (kw - 1) + 1 - (x.shape[3] + pl + pr), 0)
+        pad = ((0, 0), (0, 0), (pt, pb + extra_h), (pl, pr + extra_w))
+        xp = np.pad(x, pad, constant_values=fill)
+        inside = np.pad(np.ones(x.shape[2:], dtype=np.int64), pad[2:])
+        in_pad = np.pad(np.ones(x.shape[2:], dtype=np.int64), ((pt, pb), (pl, pr)), constant_values=1)
+        in_pad = np.pad(in_pad, ((0, extra_h), (0, extra_w)))
+        for i in range(kh):
+            for j in range(kw):
+                sl = (slice(i * dh, i * dh + sh * (oh - 1) + 1, sh), slice(j * dw, j * dw + sw * (ow - 1) + 1, sw))
+                yield xp[(slice(None), slice(None)) + sl], inside[sl], in_pad[sl]
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        nhwc = self.attrs.str("layout", "NCHW") == "NHWC"
+        if nhwc:
+            x = x.transpose(0, 3, 1, 2)
+        out = self.pool(x)
+        if nhwc:
+            out = out.transpose(0, 2, 3, 1)
+        return [np.ascontiguousarray(out).astype(x.dtype)]
+
+
+def _pool_out(size, k, stride, pad_b, pad_e, dil, ceil) -> int:
+    span = dil * (k - 1) + 1
+    num = size + pad_b + pad_e - span
+    if num < 0:
+        raise ShapeError(f"window of extent {span} is larger than the padded input extent {size + pad_b + pad_e}")
+    out = (-(-num // stride) if ceil else num // stride) + 1
+    if ceil and (out - 1) * stride >= size + pad_b:
+        out -= 1  # the last window must start inside the input or the begin padding
+    return out
+
+
+@irdl_op_definition
+class MaxPool2DOp(_PoolOp):
+    """2-D max pooling. Attributes: ``kernel`` [2] (required), ``strides``,
+    ``padding`` [top, left, bottom, right], ``dilations``, ``ceil_mode``, ``layout``.
+
+    ```mlir
+    %y = graph.max_pool2d %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>} : (tensor<1x8x9x9xf32>) -> tensor<1x8x4x4xf32>
+    ```
+    """
+
+    name = "graph.max_pool2d"
+
+    def pool(self, x: np.ndarray) -> np.ndarray:
+        lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        out = None
+        for patch, _, _ in self._windows(x, lowest):
+            out = patch if out is None else np.maximum(out, patch)
+        return out
+
+
+@irdl_op_definition
+class AvgPool2DOp(_PoolOp):
+    """2-D average pooling; ``count_include_pad`` counts padded zeros in the
+    divisor (never the ceil-mode overhang). Attributes as max_pool2d.
+
+    ```mlir
+    %y = graph.avg_pool2d %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x8x8x8xf32>) -> tensor<1x8x4x4xf32>
+    ```
+    """
+
+    name = "graph.avg_pool2d"
+
+    def pool(self, x: np.ndarray) -> np.ndarray:
+        include_pad = self.attrs.bool("count_include_pad")
+        total = count = None
+        for patch, inside, in_pad in self._windows(x.astype(np.float64), 0.0):
+            weight = in_pad if include_pad else inside
+            total = patch if total is None else total + patch
+            count = weight if count is None else count + weight
+        return total / np.maximum(count, 1)
+
+
+class _GlobalPoolOp(GraphOp):
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        _check_element(operand_types[0], "numeric")
+        x = list(operand_types[0].get_shape())
+        if len(x) < 3:
+            raise ShapeError(f"input must be N x C x spatial..., got rank {len(x)}")
+        layout = _layout(attrs, "layout", _DATA_LAYOUTS)
+        if layout == "NHWC":
+            shape = [x[0]] + [1] * (len(x) - 2) + [x[-1]]
+        else:
+            shape = x[:2] + [1] * (len(x) - 2)
+        return [tensor_type(shape, operand_types[0].element_type)]
+
+    def _spatial_axes(self, rank: int) -> tuple[int, ...]:
+        if self.attrs.str("layout", "NCHW") == "NHWC":
+            return tuple(range(1, rank - 1))
+        return tuple(range(2, rank))
+
+
+@irdl_op_definition
+class GlobalAvgPoolOp(_GlobalPoolOp):
+    """Mean over all spatial dims, keeping them as size 1.
+
+    ```mlir
+    %y = graph.global_avg_pool %x : (tensor<1x8x7x7xf32>) -> tensor<1x8x1x1xf32>
+    ```
+    """
+
+    name = "graph.global_avg_pool"
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        return [x.mean(axis=self._spatial_axes(x.ndim), keepdims=True, dtype=np.float64).astype(x.dtype)]
+
+
+@irdl_op_definition
+class GlobalMaxPoolOp(_GlobalPoolOp):
+    """Max over all spatial dims, keeping them as size 1.
+
+    ```mlir
+    %y = graph.global_max_pool %x : (tensor<1x8x7x7xf32>) -> tensor<1x8x1x1xf32>
+    ```
+    """
+
+    name = "graph.global_max_pool"
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        return [x.max(axis=self._spatial_axes(x.ndim), keepdims=True)]
+
+
+# ===========================================================================
+# normalization
+# ===========================================================================
+
+
+@irdl_op_definition
+class BatchNormOp(GraphOp):
+    """Inference batch norm along ``axis`` (default 1):
+    ``(x - mean) / sqrt(var + epsilon) * scale + bias``. Composite.
+
+    ```mlir
+    %y = graph.batch_norm %x, %scale, %bias, %mean, %var {epsilon = 1.0e-05 : f32} : (tensor<1x8x5x5xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<1x8x5x5xf32>
+    ```
+    """
+
+    name = "graph.batch_norm"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    mean = operand_def(TensorType)
+    var = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+    COMPOSITE: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 5)
+        _same_element(operand_types)
+        _check_element(operand_types[0], "float")
+        x = operand_types[0].get_shape()
+        axis = normalize_axis(attrs.int("axis", 1), len(x))
+        for name, t in zip(("scale", "bias", "mean", "var"), operand_types[1:]):
+            if list(t.get_shape()) != [x[axis]]:
+                raise ShapeError(f"{name} must have shape [{x[axis]}] (channels), got {list(t.get_shape())}")
+        return [operand_types[0]]
+
+    def reference(self, x, scale, bias, mean, var) -> list[np.ndarray]:
+        axis = normalize_axis(self.attrs.int("axis", 1), x.ndim)
+        shape = [1] * x.ndim
+        shape[axis] = -1
+        eps = self.attrs.float("epsilon", 1e-5)
+        r = lambda v: v.astype(np.float64).reshape(shape)  # noqa: E731
+        out = (x - r(mean)) / np.sqrt(r(var) + eps) * r(scale) + r(bias)
+        return [out.astype(x.dtype)]
+
+
+@irdl_op_definition
+class LayerNormOp(GraphOp):
+    """Normalize over the dims from ``axis`` (default -1) to the end:
+    ``(x - mean) / sqrt(var + epsilon) * scale + bias``; ``scale``/``bias``
+    have the normalized shape. Composite.
+
+    ```mlir
+    %y = graph.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x5x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x5x16xf32>
+    ```
+    """
+
+    name = "graph.layer_norm"
+    x = operand_def(TensorType)
+    scale = operand_def(TensorType)
+    bias = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+    COMPOSITE: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 3)
+        _same_element(operand_types)
+        _check_element(operand_types[0], "float")
+        x = list(operand_types[0].get_shape())
+        axis = normalize_axis(attrs.int("axis", -1), len(x))
+        norm_shape = x[axis:]
+        for name, t in zip(("scale", "bias"), operand_types[1:]):
+            if broadcast_shapes(norm_shape, t.get_shape()) != tuple(norm_shape):
+                raise ShapeError(f"{name} of shape {list(t.get_shape())} does not broadcast to the normalized shape {norm_shape}")
+        return [operand_types[0]]
+
+    def reference(self, x, scale, bias) -> list[np.ndarray]:
+        axis = normalize_axis(self.attrs.int("axis", -1), x.ndim)
+        axes = tuple(range(axis, x.ndim))
+        eps = self.attrs.float("epsilon", 1e-5)
+        x64 = x.astype(np.float64)
+        mean = x64.mean(axis=axes, keepdims=True)
+        var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
+        out = (x64 - mean) / np.sqrt(var + eps) * scale + bias
+        return [out.astype(x.dtype)]
+
+
+class _SoftmaxBase(GraphOp):
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        _check_element(operand_types[0], "float")
+        normalize_axis(attrs.int("axis", -1), operand_types[0].get_num_dims())
+        return [operand_types[0]]
+
+    def _log_softmax(self, x: np.ndarray) -> np.ndarray:
+        axis = self.attrs.int("axis", -1)
+        x64 = x.astype(np.float64)
+        shifted = x64 - x64.max(axis=axis, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+@irdl_op_definition
+class SoftmaxOp(_SoftmaxBase):
+    """``exp(x) / sum(exp(x))`` along ``axis`` (default -1), max-shifted.
+
+    ```mlir
+    %y = graph.softmax %x {axis = -1 : i64} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+    ```
+    """
+
+    name = "graph.softmax"
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        return [np.exp(self._log_softmax(x)).astype(x.dtype)]
+
+
+@irdl_op_definition
+class LogSoftmaxOp(_SoftmaxBase):
+    """``x - log(sum(exp(x)))`` along ``axis`` (default -1).
+
+    ```mlir
+    %y = graph.log_softmax %x {axis = 1 : i64} : (tensor<2x10xf32>) -> tensor<2x10xf32>
+    ```
+    """
+
+    name = "graph.log_softmax"
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        return [self._log_softmax(x).astype(x.dtype)]
+
+
+# ===========================================================================
+# reductions
+# ===========================================================================
+
+
+def _reduce_axes(attrs: Attrs, rank: int) -> tuple[int, ...]:
+    axes = attrs.ints("axes", ())
+    if not axes:
+        return tuple(range(rank))
+    norm = tuple(sorted(normalize_axis(a, rank) for a in axes))
+    if len(set(norm)) != len(norm):
+        raise ShapeError(f"axes {list(axes)} repeat an axis")
+    return norm
+
+
+class ReduceOp(GraphOp):
+    """Reduction over ``axes`` (empty or absent: all axes), ``keepdims``."""
+
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+    ELEMENT: ClassVar[str] = "numeric"
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        _check_element(operand_types[0], cls.ELEMENT)
+        shape = list(operand_types[0].get_shape())
+        axes = _reduce_axes(attrs, len(shape))
+        keep = attrs.bool("keepdims")
+        out = [1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes]
+        return [tensor_type(out, operand_types[0].element_type)]
+
+    def compute(self, x: np.ndarray, axes: tuple[int, ...], keep: bool) -> np.ndarray:
+        raise NotImplementedError
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        axes = _reduce_axes(self.attrs, x.ndim)
+        out = self.compute(x, axes, self.attrs.bool("keepdims"))
+        return [np.asarray(out).astype(x.dtype)]
+
+
+def _reduce(name: str, fn, doc: str):
+    op_name = f"graph.{name}"
+
+    class _Op(ReduceOp):
+        def compute(self, x, axes, keep):
+            return fn(x, axes, keep)
+
+    _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split("_")) + "Op"
+    _Op.name = op_name
+    _Op.__doc__ = (
+        f"{doc} over ``axes`` (all when absent), ``keepdims`` keeps them as 1.\n\n"
+        f"```mlir\n%y = {op_name} %x {{axes = array<i64: 1>, keepdims = true}} : "
+        f"(tensor<2x3x4xf32>) -> tensor<2x1x4xf32>\n```\n"
+    )
+    return irdl_op_definition(_Op)
+
+
+def _acc(x):
+    return x.astype(np.float64) if x.dtype.kind == "f" else x
+
+
+ReduceSumOp = _reduce("reduce_sum", lambda x, a, k: _acc(x).sum(axis=a, keepdims=k), "Sum")
+ReduceMeanOp = _reduce("reduce_mean", lambda x, a, k: _acc(x).mean(axis=a, keepdims=k), "Mean")
+ReduceMaxOp = _reduce("reduce_max", lambda x, a, k: x.max(axis=a, keepdims=k), "Maximum")
+ReduceMinOp = _reduce("reduce_min", lambda x, a, k: x.min(axis=a, keepdims=k), "Minimum")
+ReduceProdOp = _reduce("reduce_prod", lambda x, a, k: _acc(x).prod(axis=a, keepdims=k), "Product")
+
+
+class _ArgReduceOp(GraphOp):
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        _check_element(operand_types[0], "numeric")
+        shape = list(operand_types[0].get_shape())
+        axis = normalize_axis(attrs.int("axis", 0), len(shape))
+        keep = attrs.bool("keepdims")
+        out = [1 if i == axis else d for i, d in enumerate(shape) if keep or i != axis]
+        return [tensor_type(out, i64)]
+
+    def _arg(self, x: np.ndarray, fn) -> list[np.ndarray]:
+        axis = normalize_axis(self.attrs.int("axis", 0), x.ndim)
+        if self.attrs.bool("select_last_index"):
+            idx = x.shape[axis] - 1 - fn(np.flip(x, axis=axis), axis=axis)
+        else:
+            idx = fn(x, axis=axis)
+        if self.attrs.bool("keepdims"):
+            idx = np.expand_dims(idx, axis)
+        return [np.asarray(idx, dtype=np.int64)]
+
+
+@irdl_op_definition
+class ArgMaxOp(_ArgReduceOp):
+    """Index (i64) of the maximum along ``axis``; first occurrence unless
+    ``select_last_index``.
+
+    ```mlir
+    %i = graph.argmax %x {axis = 1 : i64} : (tensor<2x10xf32>) -> tensor<2xi64>
+    ```
+    """
+
+    name = "graph.argmax"
+
+    def reference(self, x):
+        return self._arg(x, np.argmax)
+
+
+@irdl_op_definition
+class ArgMinOp(_ArgReduceOp):
+    """Index (i64) of the minimum along ``axis``.
+
+    ```mlir
+    %i = graph.argmin %x {axis = 1 : i64, keepdims = true} : (tensor<2x10xf32>) -> tensor<2x1xi64>
+    ```
+    """
+
+    name = "graph.argmin"
+
+    def reference(self, x):
+        return self._arg(x, np.argmin)
+
+
+# ===========================================================================
+# data movement
+# ===========================================================================
+
+
+class _MoveOp(GraphOp):
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        shape = cls.out_shape(list(operand_types[0].get_shape()), attrs)
+        return [tensor_type(shape, operand_types[0].element_type)]
+
+    @classmethod
+    def out_shape(cls, shape: list[int], attrs: Attrs) -> list[int]:
+        raise NotImplementedError
+
+
+@irdl_op_definition
+class ReshapeOp(_MoveOp):
+    """Reinterpret with a new ``shape`` of the same element count (one entry may
+    be -1: inferred).
+
+    ```mlir
+    %y = graph.reshape %x {shape = array<i64: 2, -1>} : (tensor<2x3x4xf32>) -> tensor<2x12xf32>
+    ```
+    """
+
+    name = "graph.reshape"
+
+    @classmethod
+    def out_shape(cls, shape, attrs):
+        target = list(attrs.ints("shape"))
+        total = math.prod(shape)
+        if target.count(-1) > 1:
+            raise ShapeError("at most one -1 in 'shape'")
+        if any(d < -1 for d in target):
+            raise ShapeError(f"invalid dim in shape {target}")
+        if -1 in target:
+            known = math.prod(d for d in target if d != -1)
+            if known == 0 or total % known:
+                raise ShapeError(f"cannot infer -1 in {target} for {total} elements")
+            target[target.index(-1)] = total // known
+        if math.prod(target) != total:
+            raise ShapeError(
+                f"element count changes: {shape} has {total}, {target} has {math.prod(target)}"
+            )
+        return target
+
+    def reference(self, x):
+        return [x.reshape(self.out.type.get_shape())]
+
+
+@irdl_op_definition
+class TransposeOp(_MoveOp):
+    """Permute dims: ``out.shape[i] = x.shape[perm[i]]`` (default: reverse).
+
+    ```mlir
+    %y = graph.transpose %x {perm = array<i64: 0, 2, 1>} : (tensor<2x3x4xf32>) -> tensor<2x4x3xf32>
+    ```
+    """
+
+    name = "graph.transpose"
+
+    @classmethod
+    def out_shape(cls, shape, attrs):
+        perm = attrs.ints("perm", tuple(reversed(range(len(shape)))))
+        if sorted(perm) != list(range(len(shape))):
+            raise ShapeError(f"perm {list(perm)} is not a permutation of 0..{len(shape) - 1}")
+        return [shape[p] for p in perm]
+
+    def reference(self, x):
+        perm = self.attrs.ints("perm", tuple(reversed(range(x.ndim))))
+        return [np.ascontiguousarray(x.transpose(perm))]
+
+
+@irdl_op_definition
+class BroadcastToOp(_MoveOp):
+    """Broadcast to ``shape`` with numpy rules (ONNX Expand is this after
+    folding the shape: the result is the broadcast of both shapes).
+
+    ```mlir
+    %y = graph.broadcast_to %x {shape = array<i64: 4, 3>} : (tensor<1x3xf32>) -> tensor<4x3xf32>
+    ```
+    """
+
+    name = "graph.broadcast_to"
+
+    @classmethod
+    def out_shape(cls, shape, attrs):
+        target = attrs.ints("shape")
+        return list(broadcast_shapes(shape, target))
+
+    def reference(self, x):
+        return [np.ascontiguousarray(np.broadcast_to(x, self.out.type.get_shape()))]
+
+
+@irdl_op_definition
+class SqueezeOp(_MoveOp):
+    """Remove size-1 dims ``axes`` (absent: all size-1 dims).
+
+    ```mlir
+    %y = graph.squeeze %x {axes = array<i64: 0>} : (tensor<1x3x1xf32>) -> tensor<3x1xf32>
+    ```
+    """
+
+    name = "graph.squeeze"
+
+    @classmethod
+    def out_shape(cls, shape, attrs):
+        if "axes" not in attrs:
+            return [d for d in shape if d != 1]
+        axes = {normalize_axis(a, len(shape)) for a in attrs.ints("axes")}
+        for a in axes:
+            if shape[a] != 1:
+                raise ShapeError(f"cannot squeeze axis {a} of size {shape[a]}")
+        return [d for i, d in enumerate(shape) if i not in axes]
+
+    def reference(self, x):
+        return [x.reshape(self.out.type.get_shape())]
+
+
+@irdl_op_definition
+class UnsqueezeOp(_MoveOp):
+    """Insert size-1 dims at ``axes`` (positions in the output).
+
+    ```mlir
+    %y = graph.unsqueeze %x {axes = array<i64: 0, 2>} : (tensor<3x4xf32>) -> tensor<1x3x1x4xf32>
+    ```
+    """
+
+    name = "graph.unsqueeze"
+
+    @classmethod
+    def out_shape(cls, shape, attrs):
+        rank = len(shape) + len(attrs.ints("axes"))
+        axes = sorted(normalize_axis(a, rank) for a in attrs.ints("axes"))
+        if len(set(axes)) != len(axes):
+            raise ShapeError("axes repeat an axis")
+        out, it = [], iter(shape)
+        for i in range(rank):
+            out.append(1 if i in axes else next(it))
+        return out
+
+    def reference(self, x):
+        return [x.reshape(self.out.type.get_shape())]
+
+
+def _slice_params(shape: Sequence[int], attrs: Attrs):
+    rank = len(shape)
+    starts, ends = attrs.ints("starts"), attrs.ints("ends")
+    axes = attrs.ints("axes", tuple(range(len(starts))))
+    steps = attrs.ints("steps", (1,) * len(starts))
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ShapeError("starts, ends, axes and steps must have the same length")
+    slices = [slice(None)] * rank
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = normalize_axis(a, rank)
+        if st == 0:
+            raise ShapeError("slice step must not be 0")
+        slices[a] = slice(s, e, st)
+    return tuple(slices)
+
+
+@irdl_op_definition
+class SliceOp(_MoveOp):
+    """Python-style strided slice: per entry of ``axes`` (default 0..n-1),
+    ``starts``/``ends`` (clamped, negative counts from the end) and ``steps``
+    (default 1, may be negative).
+
+    ```mlir
+    %y = graph.slice %x {starts = array<i64: 1>, ends = array<i64: 5>, axes = array<i64: 1>, steps = array<i64: 2>} : (tensor<2x7xf32>) -> tensor<2x2xf32>
+    ```
+    """
+
+    name = "graph.slice"
+
+    @classmethod
+    def out_shape(cls, shape, attrs):
+        slices = _slice_params(shape, attrs)
+        return [len(range(*sl.indices(d))) for sl, d in zip(slices, shape)]
+
+    def reference(self, x):
+        return [np.ascontiguousarray(x[_slice_params(x.shape, self.attrs)])]
+
+
+@irdl_op_definition
+class PadOp(_MoveOp):
+    """Pad with ``pads`` = [begin_0.., end_0..] (2 x rank, may be negative to
+    crop), ``mode`` constant | reflect | edge, constant ``value`` (default 0).
+
+    ```mlir
+    %y = graph.pad %x {pads = array<i64: 0, 1, 0, 2>, value = 0.0 : f32} : (tensor<2x3xf32>) -> tensor<2x6xf32>
+    ```
+    """
+
+    name = "graph.pad"
+
+    @classmethod
+    def out_shape(cls, shape, attrs):
+        pads = attrs.ints("pads")
+        if len(pads) != 2 * len(shape):
+            raise ShapeError(f"pads must have 2 x rank = {2 * len(shape)} values, got {len(pads)}")
+        mode = attrs.str("mode", "constant")
+        if mode not in ("constant", "reflect", "edge"):
+            raise ShapeError(f"mode must be constant, reflect or edge, got {mode}")
+        out = [d + pads[i] + pads[i + len(shape)] for i, d in enumerate(shape)]
+        if min(out, default=1) < 0:
+            raise ShapeError(f"negative output extent {out}")
+        return out
+
+    def reference(self, x):
+        pads = self.attrs.ints("pads")
+        r = x.ndim
+        before, after = pads[:r], pads[r:]
+        # negative pads crop first
+        crop = tuple(slice(max(-b, 0), d - max(-a, 0)) for b, a, d in zip(before, after, x.shape))
+        x = x[crop]
+        width = [(max(b, 0), max(a, 0)) for b, a in zip(before, after)]
+        mode = self.attrs.str("mode", "constant")
+        if mode == "constant":
+            value = self.attrs.float("value", 0.0)
+            return [np.pad(x, width, constant_values=np.asarray(value).astype(x.dtype))]
+        return [np.pad(x, width, mode={"reflect": "reflect", "edge": "edge"}[mode])]
+
+
+@irdl_op_definition
+class ConcatOp(GraphOp):
+    """Join tensors along ``axis``; other dims must agree.
+
+    ```mlir
+    %y = graph.concat %a, %b {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x5xf32>) -> tensor<2x8xf32>
+    ```
+    """
+
+    name = "graph.concat"
+    inputs = var_operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        if not operand_types:
+            raise ShapeError("expects at least one operand")
+        element = _same_element(operand_types)
+        first = list(operand_types[0].get_shape())
+        axis = normalize_axis(attrs.int("axis"), len(first))
+        total = 0
+        for i, t in enumerate(operand_types):
+            s = list(t.get_shape())
+            if len(s) != len(first) or any(a != b for j, (a, b) in enumerate(zip(s, first)) if j != axis):
+                raise ShapeError(
+                    f"operand #{i} has shape {s}, which differs from {first} outside axis {axis}"
+                )
+            total += s[axis]
+        first[axis] = total
+        return [tensor_type(first, element)]
+
+    def reference(self, *xs):
+        return [np.concatenate(xs, axis=self.attrs.int("axis"))]
+
+
+@irdl_op_definition
+class SplitOp(GraphOp):
+    """Split along ``axis`` into pieces of ``sizes`` (which sum to the extent).
+
+    ```mlir
+    %a, %b = graph.split %x {axis = 1 : i64, sizes = array<i64: 2, 3>} : (tensor<4x5xf32>) -> (tensor<4x2xf32>, tensor<4x3xf32>)
+    ```
+    """
+
+    name = "graph.split"
+    x = operand_def(TensorType)
+    outs = var_result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        shape = list(operand_types[0].get_shape())
+        axis = normalize_axis(attrs.int("axis", 0), len(shape))
+        sizes = attrs.ints("sizes")
+        if sum(sizes) != shape[axis] or min(sizes, default=0) < 0:
+            raise ShapeError(f"sizes {list(sizes)} do not sum to the extent {shape[axis]} of axis {axis}")
+        outs = []
+        for s in sizes:
+            piece = list(shape)
+            piece[axis] = s
+            outs.append(tensor_type(piece, operand_types[0].element_type))
+        return outs
+
+    def reference(self, x):
+        axis = self.attrs.int("axis", 0)
+        cuts = np.cumsum(self.attrs.ints("sizes"))[:-1]
+        return [np.ascontiguousarray(p) for p in np.split(x, cuts, axis=axis)]
+
+
+@irdl_op_definition
+class GatherOp(GraphOp):
+    """``take`` along ``axis``: out = data.shape[:axis] + indices.shape +
+    data.shape[axis+1:]; negative indices count from the end.
+
+    ```mlir
+    %y = graph.gather %emb, %ids {axis = 0 : i64} : (tensor<100x16xf32>, tensor<2x7xi64>) -> tensor<2x7x16xf32>
+    ```
+    """
+
+    name = "graph.gather"
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        _check_element(operand_types[1], "int", "indices")
+        d = list(operand_types[0].get_shape())
+        if not d:
+            raise ShapeError("data must have rank >= 1")
+        axis = normalize_axis(attrs.int("axis", 0), len(d))
+        shape = d[:axis] + list(operand_types[1].get_shape()) + d[axis + 1:]
+        return [tensor_type(shape, operand_types[0].element_type)]
+
+    def reference(self, data, indices):
+        axis = normalize_axis(self.attrs.int("axis", 0), data.ndim)
+        return [np.take(data, indices.astype(np.int64), axis=axis)]
+
+
+@irdl_op_definition
+class ResizeOp(GraphOp):
+    """Resize the trailing spatial dims of an N x C x ... tensor to ``sizes``
+    (the full output shape). ``mode``: nearest | linear;
+    ``coordinate_transformation_mode``: half_pixel (default) | asymmetric |
+    align_corners | pytorch_half_pixel; ``nearest_mode``: round_prefer_floor
+    (default) | round_prefer_ceil | floor | ceil.
+
+    ```mlir
+    %y = graph.resize %x {sizes = array<i64: 1, 3, 8, 8>, mode = "nearest"} : (tensor<1x3x4x4xf32>) -> tensor<1x3x8x8xf32>
+    ```
+    """
+
+    name = "graph.resize"
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        shape = list(operand_types[0].get_shape())
+        sizes = list(attrs.ints("sizes"))
+        if len(sizes) != len(shape) or min(sizes, default=1) < 1:
+            raise ShapeError(f"sizes {sizes} must give a positive extent for each of the {len(shape)} dims")
+        if attrs.str("mode", "nearest") not in ("nearest", "linear"):
+            raise ShapeError("mode must be nearest or linear")
+        if attrs.str("mode", "nearest") == "linear":
+            _check_element(operand_types[0], "float")
+        return [tensor_type(sizes, operand_types[0].element_type)]
+
+    def reference(self, x):
+        out = x
+        sizes = self.attrs.ints("sizes")
+        for axis, size in enumerate(sizes):
+            if size != out.shape[axis] or axis >= 2:
+                out = self._resize_axis(out, axis, size)
+        return [out.astype(x.dtype)]
+
+    def _resize_axis(self, x: np.ndarray, axis: int, size: int) -> np.ndarray:
+        n = x.shape[axis]
+        coords = resize_source_coords(
+            n, size, self.attrs.str("coordinate_transformation_mode", "half_pixel")
+        )
+        if self.attrs.str("mode", "nearest") == "nearest":
+            idx = resize_nearest_index(coords, self.attrs.str("nearest_mode", "round_prefer_floor"))
+            return np.take(x, np.clip(idx, 0, n - 1), axis=axis)
+        coords = np.clip(coords, 0, n - 1)
+        lo = np.floor(coords).astype(np.int64)
+        hi = np.minimum(lo + 1, n - 1)
+        frac = coords - lo
+        shape = [1] * x.ndim
+        shape[axis] = size
+        frac = frac.reshape(shape)
+        return np.take(x, lo, axis=axis) * (1 - frac) + np.take(x, hi, axis=axis) * frac
+
+
+def resize_source_coords(n_in: int, n_out: int, mode: str) -> np.ndarray:
+    """Source coordinate of each output index (ONNX Resize's formulas)."""
+    scale = n_out / n_in
+    o = np.arange(n_out, dtype=np.float64)
+    if mode == "asymmetric":
+        return o / scale
+    if mode == "align_corners":
+        return o * (n_in - 1) / (n_out - 1) if n_out > 1 else np.zeros(n_out)
+    if mode == "pytorch_half_pixel":
+        return (o + 0.5) / scale - 0.5 if n_out > 1 else np.zeros(n_out)
+    if mode == "half_pixel":
+        return (o + 0.5) / scale - 0.5
+    raise ShapeError(f"unknown coordinate_transformation_mode {mode}")
+
+
+def resize_nearest_index(coords: np.ndarray, mode: str) -> np.ndarray:
+    if mode == "round_prefer_floor":
+        return np.ceil(coords - 0.5).astype(np.int64)
+    if mode == "round_prefer_ceil":
+        return np.floor(coords + 0.5).astype(np.int64)
+    if mode == "floor":
+        return np.floor(coords).astype(np.int64)
+    if mode == "ceil":
+        return np.ceil(coords).astype(np.int64)
+    raise ShapeError(f"unknown nearest_mode {mode}")
+
+
+# ===========================================================================
+# the dialect
+# ===========================================================================
+
+GRAPH_OPS: list[type[GraphOp]] = [
+    obj
+    for obj in list(globals().values())
+    if isinstance(obj, type) and issubclass(obj, GraphOp) and "name" in obj.__dict__
+    and isinstance(obj.__dict__.get("name"), str) and obj.name.startswith("graph.")
+]
+
+Graph = Dialect("graph", GRAPH_OPS, [])
+
+
+def is_composite(op_type: type[GraphOp]) -> bool:
+    return bool(getattr(op_type, "COMPOSITE", False))

@@ -1,0 +1,373 @@
+"""Shared machinery of the graph dialect's ops (not a dialect itself).
+
+Every graph op derives from :class:`GraphOp`, which gives it
+
+* result-type inference: ``infer(operand_types, attrs)`` (a classmethod, so a
+  frontend or pass builds ops with ``Op.make(*operands, **attrs)`` and never
+  computes a shape by hand);
+* a verifier that re-runs inference and names the rule that fails;
+* one readable custom syntax shared by all ops::
+
+      %r = graph.conv2d %x, %w {strides = array<i64: 2, 2>} : (tensor<1x3x9x9xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32>
+
+* ``reference(*arrays)``: a numpy implementation, the test oracle and the engine
+  of fold-constant (never the execution path of compiled code).
+
+Why not xDSL's declarative ``assembly_format``: the graph dialect has ~70 ops
+with optional/variadic operands and optional attributes; one hand-written
+printer/parser for the common ``operands attr-dict : functional-type`` form is
+shorter and gives identical round trips for all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import (
+    AnyFloat,
+    BFloat16Type,
+    BoolAttr,
+    BytesAttr,
+    DenseArrayBase,
+    DenseIntOrFPElementsAttr,
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    Signedness,
+    StringAttr,
+    TensorType,
+    i1,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
+from xdsl.irdl import IRDLOperation
+from xdsl.parser import Parser
+from xdsl.utils.mlir_lexer import MLIRTokenKind
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import VerifyException
+
+
+class ShapeError(Exception):
+    """An op's operands/attributes break a typing rule; the message names it."""
+
+
+# ---------------------------------------------------------------------------
+# element types <-> numpy dtypes
+# ---------------------------------------------------------------------------
+
+_NUMPY_OF_FLOAT = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}
+
+
+def is_float(t: Attribute) -> bool:
+    return isinstance(t, (Float16Type, Float32Type, Float64Type, BFloat16Type))
+
+
+def is_int(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data > 1
+
+
+def is_bool(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.width.data == 1
+
+
+def is_unsigned(t: Attribute) -> bool:
+    return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
+
+
+def numpy_dtype(element_type: Attribute) -> np.dtype:
+    """numpy dtype of a builtin element type (i1 -> bool, ui8 -> uint8, ...)."""
+    for cls, dt in _NUMPY_OF_FLOAT.items():
+        if isinstance(element_type, cls):
+            return np.dtype(dt)
+    if isinstance(element_type, IntegerType):
+        width = element_type.width.data
+        if width == 1:
+            return np.dtype(np.bool_)
+        kind = "u" if is_unsigned(element_type) else "i"
+        return np.dtype(f"{kind}{width // 8}")
+    raise ShapeError(f"element type {element_type} has no numpy equivalent")
+
+
+def element_type_of(dtype: np.dtype | type) -> Attribute:
+    """Builtin element type of a numpy dtype."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return i1
+    if dtype.kind == "f":
+        return {2: Float16Type(), 4: Float32Type(), 8: Float64Type()}[dtype.itemsize]
+    if dtype.kind in "iu":
+        sign = Signedness.UNSIGNED if dtype.kind == "u" else Signedness.SIGNLESS
+        return IntegerType(dtype.itemsize * 8, sign)
+    raise ShapeError(f"numpy dtype {dtype} has no builtin element type")
+
+
+def tensor_type(shape: Sequence[int], element_type: Attribute) -> TensorType:
+    return TensorType(element_type, [int(d) for d in shape])
+
+
+def tensor_type_of(array: np.ndarray) -> TensorType:
+    return tensor_type(array.shape, element_type_of(array.dtype))
+
+
+def dense_from_numpy(array: np.ndarray) -> DenseIntOrFPElementsAttr:
+    """A dense attribute holding ``array``'s raw bytes (no Python lists)."""
+    array = np.ascontiguousarray(array)
+    type_ = tensor_type_of(array)
+    if array.dtype == np.bool_:
+        # xDSL stores i1 as one byte per element, like numpy's bool.
+        data = array.astype(np.int8).tobytes()
+    else:
+        data = array.tobytes()
+    return DenseIntOrFPElementsAttr(type_, BytesAttr(data))
+
+
+def numpy_from_dense(attr: DenseIntOrFPElementsAttr) -> np.ndarray:
+    """Zero-copy (read-only) numpy view of a dense attribute."""
+    type_ = attr.type
+    assert isinstance(type_, TensorType)
+    dtype = numpy_dtype(type_.element_type)
+    raw = dtype if dtype != np.bool_ else np.dtype(np.int8)
+    flat = np.frombuffer(attr.data.data, dtype=raw)
+    shape = tuple(type_.get_shape())
+    if flat.size == 1 and int(np.prod(shape)) != 1:  # splat
+        flat = np.broadcast_to(flat, (int(np.prod(shape)),))
+    out = flat.reshape(shape)
+    return out.astype(np.bool_) if dtype == np.bool_ else out
+
+
+# ---------------------------------------------------------------------------
+# attributes: Python values <-> builtin attributes
+# ---------------------------------------------------------------------------
+
+
+def to_attribute(value: Any) -> Attribute:
+    """Convert a Python keyword argument of ``GraphOp.make`` to an attribute.
+
+    ints -> i64, floats -> f32, bools -> i1, str -> string, int sequences ->
+    ``array<i64: ...>``, float sequences -> ``array<f32: ...>``; attributes
+    and types pass through.
+    """
+    if isinstance(value, Attribute):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return BoolAttr.from_bool(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return IntegerAttr(int(value), i64)
+    if isinstance(value, (float, np.floating)):
+        return FloatAttr(float(value), Float32Type())
+    if isinstance(value, str):
+        return StringAttr(value)
+    if isinstance(value, (list, tuple, np.ndarray)):
+        values = list(value)
+        if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in values):
+            return DenseArrayBase.from_list(i64, [int(v) for v in values])
+        return DenseArrayBase.from_list(Float32Type(), [float(v) for v in values])
+    raise TypeError(f"cannot turn {value!r} into an attribute")
+
+
+class Attrs:
+    """Typed, defaulted read access to an op's attribute dictionary."""
+
+    def __init__(self, attributes: Mapping[str, Attribute]):
+        self.raw = attributes
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.raw
+
+    def _get(self, name: str, default: Any, kinds: tuple[type, ...]) -> Any:
+        attr = self.raw.get(name)
+        if attr is None:
+            if default is _REQUIRED:
+                raise ShapeError(f"missing attribute '{name}'")
+            return default
+        if not isinstance(attr, kinds):
+            raise ShapeError(f"attribute '{name}' must be {kinds[0].name}, got {attr}")
+        return attr
+
+    def ints(self, name: str, default: Any = None) -> tuple[int, ...]:
+        attr = self._get(name, _REQUIRED if default is None else _MISSING, (DenseArrayBase,))
+        if attr is _MISSING:
+            return tuple(default)
+        return tuple(int(v) for v in attr.get_values())
+
+    def floats(self, name: str, default: Any = None) -> tuple[float, ...]:
+        attr = self._get(name, _REQUIRED if default is None else _MISSING, (DenseArrayBase,))
+        if attr is _MISSING:
+            return tuple(default)
+        return tuple(float(v) for v in attr.get_values())
+
+    def int(self, name: str, default: Any = None) -> int:
+        attr = self._get(name, _REQUIRED if default is None else _MISSING, (IntegerAttr,))
+        return default if attr is _MISSING else int(attr.value.data)
+
+    def float(self, name: str, default: Any = None) -> float:
+        attr = self._get(
+            name, _REQUIRED if default is None else _MISSING, (FloatAttr, IntegerAttr)
+        )
+        return default if attr is _MISSING else float(attr.value.data)
+
+    def str(self, name: str, default: Any = None) -> str:
+        attr = self._get(name, _REQUIRED if default is None else _MISSING, (StringAttr,))
+        return default if attr is _MISSING else attr.data
+
+    def bool(self, name: str, default: bool = False) -> bool:
+        attr = self._get(name, _MISSING, (IntegerAttr,))
+        return default if attr is _MISSING else bool(attr.value.data)
+
+    def type(self, name: str) -> Attribute:
+        return self._get(name, _REQUIRED, (TypeAttribute,))
+
+
+_REQUIRED = object()
+_MISSING = object()
+
+
+# ---------------------------------------------------------------------------
+# shape rules shared by several ops
+# ---------------------------------------------------------------------------
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """numpy broadcasting; raises ShapeError naming the clashing dims."""
+    rank = max((len(s) for s in shapes), default=0)
+    out: list[int] = []
+    for axis in range(rank):
+        dims = {
+            s[len(s) - rank + axis] for s in shapes if len(s) - rank + axis >= 0
+        }
+        non_one = dims - {1}
+        if len(non_one) > 1:
+            raise ShapeError(
+                "shapes "
+                + " and ".join(_shape_str(s) for s in shapes)
+                + f" are not broadcast-compatible (dims {sorted(non_one)} at axis "
+                f"{axis - rank})"
+            )
+        out.append(non_one.pop() if non_one else 1)
+    return tuple(out)
+
+
+def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
+    if not -rank <= axis < max(rank, 1):
+        raise ShapeError(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0
+
+
+def _shape_str(shape: Sequence[int]) -> str:
+    return "x".join(str(d) for d in shape) if shape else "scalar"
+
+
+def shape_str(t: Attribute) -> str:
+    return str(t)
+
+
+# ---------------------------------------------------------------------------
+# the op base class
+# ---------------------------------------------------------------------------
+
+
+class GraphOp(IRDLOperation):
+    """Base of every graph-dialect op (see module docstring)."""
+
+    # -- to be provided by each op -------------------------------------------------
+    @classmethod
+    def infer(cls, operand_types: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
+        raise NotImplementedError(cls.__name__)
+
+    def reference(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        raise NotImplementedError(self.name)
+
+    # -- building ------------------------------------------------------------------
+    @classmethod
+    def make(cls, *operands: SSAValue | Operation | None, **attributes: Any):
+        """Build the op, converting keyword arguments to attributes and inferring
+        result types. ``None`` operands (absent optional operands) are dropped."""
+        values = [
+            o.results[0] if isinstance(o, Operation) else o for o in operands if o is not None
+        ]
+        attrs = {k: to_attribute(v) for k, v in attributes.items() if v is not None}
+        types = [v.type for v in values]
+        try:
+            result_types = cls.infer(types, Attrs(attrs))
+        except ShapeError as err:
+            raise VerifyException(f"{cls.name}: {err}") from None
+        return cls.create(operands=values, result_types=result_types, attributes=attrs)
+
+    @property
+    def attrs(self) -> Attrs:
+        return Attrs(self.attributes)
+
+    # -- verification --------------------------------------------------------------
+    def verify_(self) -> None:
+        types = []
+        for i, operand in enumerate(self.operands):
+            if not isinstance(operand.type, TensorType):
+                raise VerifyException(
+                    f"{self.name}: operand #{i} must be a ranked tensor, got {operand.type}"
+                )
+            types.append(operand.type)
+        try:
+            inferred = self.infer(types, self.attrs)
+        except ShapeError as err:
+            raise VerifyException(f"{self.name}: {err}") from None
+        actual = [r.type for r in self.results]
+        if list(inferred) != actual:
+            raise VerifyException(
+                f"{self.name}: result type {_types_str(actual)} does not match the "
+                f"inferred type {_types_str(inferred)}"
+            )
+
+    # -- syntax: `graph.op %a, %b {attrs} : (types) -> types` ----------------------
+    def print(self, printer: Printer) -> None:
+        if self.operands:
+            printer.print_string(" ")
+            printer.print_list(self.operands, printer.print_operand)
+        printer.print_op_attributes(self.attributes)
+        self._print_regions(printer)
+        printer.print_string(" : ")
+        printer.print_function_type(
+            [o.type for o in self.operands], [r.type for r in self.results]
+        )
+
+    def _print_regions(self, printer: Printer) -> None:
+        for region in self.regions:
+            printer.print_string(" ")
+            printer.print_region(region, print_entry_block_args=True)
+
+    @classmethod
+    def parse(cls, parser: Parser):
+        pos = parser.pos
+        operands = []
+        if parser._current_token.kind == MLIRTokenKind.PERCENT_IDENT:
+            operands = parser.parse_comma_separated_list(
+                parser.Delimiter.NONE, parser.parse_unresolved_operand
+            )
+        attributes = parser.parse_optional_attr_dict()
+        regions = cls._parse_regions(parser)
+        parser.parse_punctuation(":")
+        func_type = parser.parse_function_type()
+        values = parser.resolve_operands(operands, func_type.inputs.data, pos)
+        return cls.create(
+            operands=values,
+            result_types=list(func_type.outputs.data),
+            attributes=attributes,
+            regions=regions,
+        )
+
+    @classmethod
+    def _parse_regions(cls, parser: Parser) -> list:
+        regions = []
+        while (region := parser.parse_optional_region()) is not None:
+            regions.append(region)
+        return regions
+
+
+def _types_str(types: Sequence[Attribute]) -> str:
+    if len(types) == 1:
+        return str(types[0])
+    return "(" + ", ".join(str(t) for t in types) + ")"
