@@ -7,3 +7,12 @@ Layers (see docs/architecture.md):
   backends/   llvmlite JIT / shared libraries, CUDA text
   runtime/    thin numpy + ctypes runtime for exported libraries
 """
+
+
+def __getattr__(name: str):
+    # `dlc.compile` without importing xDSL/llvmlite on `import dlc` (the runtime must stay light)
+    if name == "compile":
+        from dlc.driver import compile
+
+        return compile
+    raise AttributeError(f"module 'dlc' has no attribute {name!r}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from xdsl.context import Context
-from xdsl.dialects import affine, arith, builtin, cf, func, llvm, math, memref, scf, vector
+from xdsl.dialects import affine, arith, builtin, cf, func, gpu, llvm, math, memref, scf, vector
 
 
 def make_context() -> Context:
@@ -14,7 +14,7 @@ def make_context() -> Context:
     ctx = Context()
     for dialect in (
         builtin.Builtin, func.Func, arith.Arith, math.Math, memref.MemRef, scf.Scf,
-        cf.Cf, llvm.LLVM, vector.Vector, affine.Affine, Graph, TLoop,
+        cf.Cf, llvm.LLVM, vector.Vector, affine.Affine, gpu.GPU, Graph, TLoop,
     ):
         ctx.load_dialect(dialect)
     return ctx

@@ -53,8 +53,17 @@ def evaluate(
         shape = tuple(arg.type.get_shape())
         value = np.asarray(value)
         if value.shape != shape:
-            raise EvaluationError(f"input #{arg.index} has shape {value.shape}, expected {shape}")
-        env[arg] = value.astype(numpy_dtype(arg.type.element_type), copy=False)
+            raise EvaluationError(
+                f"@{fn.sym_name.data}: input #{arg.index} has shape {value.shape}, expected {shape}"
+            )
+        dtype = numpy_dtype(arg.type.element_type)
+        # f64 -> f32 or i64 -> i32 is fine; float -> int would silently truncate
+        if not np.can_cast(value.dtype, dtype, casting="same_kind"):
+            raise EvaluationError(
+                f"@{fn.sym_name.data}: input #{arg.index} has dtype {value.dtype}, "
+                f"expected {dtype} ({arg.type})"
+            )
+        env[arg] = value.astype(dtype, copy=False)
     return evaluate_block(block, env)
 
 
@@ -76,8 +85,17 @@ def _is_terminator(op: Operation) -> bool:
 def evaluate_op(op: Operation, env: dict[SSAValue, np.ndarray]) -> list[np.ndarray]:
     if not isinstance(op, GraphOp):
         raise EvaluationError(f"cannot evaluate '{op.name}': not a graph-dialect op")
-    args = [env[v] for v in op.operands]
-    outs = op.reference(*args) if not op.regions else op.reference_regions(args, evaluate_block)
+    try:
+        args = [env[v] for v in op.operands]
+    except KeyError:
+        raise EvaluationError(f"{op.name}: an operand has no value (defined outside the function?)") from None
+    try:
+        with np.errstate(all="ignore"):
+            outs = op.reference(*args) if not op.regions else op.reference_regions(args, evaluate_block)
+    except EvaluationError:
+        raise
+    except Exception as err:  # e.g. gather index out of range, weight missing
+        raise EvaluationError(f"{op.name}: {err}") from err
     for result, value in zip(op.results, outs, strict=True):
         expected = numpy_dtype(result.type.element_type)
         value = np.asarray(value)

@@ -29,6 +29,21 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     # graph -> tensor loops -> llvm
     "lower-to-loops": _lazy("dlc.lowering.lower_to_loops", "LowerToLoopsPass"),
     "lower-to-llvm": _lazy("dlc.lowering.lower_to_llvm", "LowerToLLVMPass"),
+    "lower-to-gpu": _lazy("dlc.lowering.lower_to_gpu", "LowerToGPUPass"),
+    # schedule primitives on tloop kernels (dlc.lowering.schedule)
+    "tloop-split": _lazy("dlc.transforms.tloop_split", "TLoopSplitPass"),
+    "tloop-tile": _lazy("dlc.transforms.tloop_tile", "TLoopTilePass"),
+    "tloop-reorder": _lazy("dlc.transforms.tloop_reorder", "TLoopReorderPass"),
+    "tloop-fuse": _lazy("dlc.transforms.tloop_fuse", "TLoopFusePass"),
+    "tloop-fuse-siblings": _lazy("dlc.transforms.tloop_fuse_siblings", "TLoopFuseSiblingsPass"),
+    "tloop-unroll": _lazy("dlc.transforms.tloop_unroll", "TLoopUnrollPass"),
+    "tloop-vectorize": _lazy("dlc.transforms.tloop_vectorize", "TLoopVectorizePass"),
+    "tloop-parallel": _lazy("dlc.transforms.tloop_parallel", "TLoopParallelPass"),
+    "tloop-cache-read": _lazy("dlc.transforms.tloop_cache_read", "TLoopCacheReadPass"),
+    "tloop-cache-write": _lazy("dlc.transforms.tloop_cache_write", "TLoopCacheWritePass"),
+    "tloop-inline": _lazy("dlc.transforms.tloop_inline", "TLoopInlinePass"),
+    "tloop-compute-at": _lazy("dlc.transforms.tloop_compute_at", "TLoopComputeAtPass"),
+    "tloop-default-schedule": _lazy("dlc.transforms.tloop_default_schedule", "TLoopDefaultSchedulePass"),
     # xDSL's generic passes
     "canonicalize": _lazy("xdsl.transforms.canonicalize", "CanonicalizePass"),
     "cse": _lazy("xdsl.transforms.common_subexpression_elimination", "CommonSubexpressionElimination"),

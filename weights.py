@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import weakref
+import zipfile
 from collections.abc import Iterator
 
 import numpy as np
@@ -25,6 +26,13 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Operation
 
 WEIGHTS_ATTR = "dlc.weights"
+
+
+class WeightLookupError(KeyError):
+    """A weight name that the module's store does not hold (or no store)."""
+
+    def __str__(self) -> str:  # KeyError's str() would add quotes
+        return str(self.args[0])
 
 
 class WeightStore:
@@ -67,10 +75,21 @@ class WeightStore:
         self._arrays.pop(name, None)
 
     def save(self, path: str) -> None:
-        """Write all arrays to ``path`` (.npz, uncompressed), atomically."""
+        """Write all arrays to ``path`` (.npz, uncompressed), atomically.
+
+        Written member by member rather than with ``np.savez(path, **arrays)``,
+        whose keyword arguments clash with weights named ``file`` or
+        ``allow_pickle``."""
         tmp = path + ".tmp.npz"
-        np.savez(tmp, **self._arrays)
-        os.replace(tmp, path)
+        try:
+            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+                for name, array in self._arrays.items():
+                    with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                        np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
         self.path = path
 
     @classmethod
@@ -118,5 +137,7 @@ def lookup_weight(op: Operation, name: str, missing_ok: bool = False) -> np.ndar
     if store is None or name not in store:
         if missing_ok:
             return None
-        raise KeyError(f"weight \"{name}\" is not in the module's weights store")
+        if store is None:
+            raise WeightLookupError(f"weight \"{name}\": the module has no weights store attached")
+        raise WeightLookupError(f"weight \"{name}\" is not in the module's weights store")
     return store[name]

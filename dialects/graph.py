@@ -5,7 +5,8 @@ f32 first, with f16/f64, i64/i32/i8/ui8 and i1 (bool) where the op allows.
 Programs are `func.func`s of graph ops. Every op
 
 * infers its result types (``Op.make(*operands, **attrs)``),
-* verifies them, naming the rule that fails,
+* verifies them, naming the rule that fails, and rejects attributes it does
+  not know (``ATTRS``; dialect-prefixed ones like ``dlc.origin`` are allowed),
 * prints as ``graph.op %a, %b {attrs} : (operand types) -> result types``,
 * has a numpy ``reference`` used by the evaluator and fold-constant.
 
@@ -84,6 +85,19 @@ def _check_element(t: TensorType, rule: str, what: str = "operand") -> None:
         raise ShapeError(f"{what} element type {et} is not {kinds} (op takes {kinds} tensors)")
 
 
+def _contiguous(x: np.ndarray) -> np.ndarray:
+    """C-contiguous ``x``; unlike np.ascontiguousarray, keeps a 0-d array 0-d."""
+    return np.asarray(x, order="C")
+
+
+def _broadcasts_to(shape: Sequence[int], target: Sequence[int]) -> bool:
+    """Does ``shape`` broadcast to exactly ``target`` (numpy rules)?"""
+    try:
+        return broadcast_shapes(shape, target) == tuple(target)
+    except ShapeError:
+        return False
+
+
 def _same_element(types: Types) -> Attribute:
     ets = {t.element_type for t in types}
     if len(ets) > 1:
@@ -109,6 +123,7 @@ class ConstantOp(GraphOp):
     """
 
     name = "graph.constant"
+    ATTRS: ClassVar[tuple[str, ...]] = ("value",)
     value = attr_def(DenseIntOrFPElementsAttr)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -119,6 +134,9 @@ class ConstantOp(GraphOp):
         value = attrs.raw.get("value")
         if not isinstance(value, DenseIntOrFPElementsAttr):
             raise ShapeError("attribute 'value' must be a dense elements attribute")
+        if not isinstance(value.type, TensorType):
+            raise ShapeError(f"attribute 'value' must have a tensor type, got {value.type}")
+        numpy_dtype(value.type.element_type)  # a supported element type?
         return [value.type]
 
     @classmethod
@@ -133,32 +151,25 @@ class ConstantOp(GraphOp):
     def reference(self) -> list[np.ndarray]:
         return [self.array()]
 
+    # Syntax `graph.constant {attrs}? dense<...> : tensor<...>` (like MLIR's
+    # arith.constant): other attributes come first because the type after the
+    # colon belongs to the dense attribute itself.
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        self.value.print_without_type(printer)
         printer.print_op_attributes(self.attributes, reserved_attr_names=("value",))
-        printer.print_string(" : ")
-        printer.print_attribute(self.out.type)
+        printer.print_string(" ")
+        printer.print_attribute(self.value)
 
     @classmethod
     def parse(cls, parser: Parser) -> ConstantOp:
+        attributes = parser.parse_optional_attr_dict()
         pos = parser.pos
         value = parser.parse_attribute()
-        attributes = parser.parse_optional_attr_dict()
         if not isinstance(value, DenseIntOrFPElementsAttr):
-            # `dense<...>` without a type: the type follows the colon
-            parser.parse_punctuation(":")
-            type_ = parser.parse_type()
-            value = _typed_dense(parser, value, type_, pos)
-        elif parser.parse_optional_punctuation(":") is not None:
-            parser.parse_type()
-        return cls.create(
-            result_types=[value.type], attributes={"value": value, **attributes}
-        )
-
-
-def _typed_dense(parser: Parser, value: Attribute, type_: Attribute, pos: int):
-    parser.raise_error("expected a dense elements attribute like dense<...> : tensor<..>", pos)
+            parser.raise_error(
+                "graph.constant expects a dense elements attribute like dense<...> : tensor<...>",
+                pos,
+            )
+        return cls.create(result_types=[value.type], attributes={"value": value, **attributes})
 
 
 @irdl_op_definition
@@ -174,6 +185,7 @@ class WeightOp(GraphOp):
     """
 
     name = "graph.weight"
+    ATTRS: ClassVar[tuple[str, ...]] = ("name",)
     weight_name = attr_def(StringAttr, attr_name="name")
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -185,11 +197,20 @@ class WeightOp(GraphOp):
     def verify_(self) -> None:
         if self.operands:
             raise VerifyException("graph.weight: takes no operands")
+        try:
+            self.check_attribute_names(self.attributes)
+        except ShapeError as err:
+            raise VerifyException(f"graph.weight: {err}") from None
         from dlc.weights import lookup_weight
 
-        array = lookup_weight(self, self.weight_name.data, missing_ok=True)
-        if array is None:
+        from dlc.weights import store_of
+
+        if store_of(self, create=False) is None:
             return  # store not attached (e.g. parsing IR alone): nothing to check
+        try:
+            array = lookup_weight(self, self.weight_name.data)
+        except KeyError as err:
+            raise VerifyException(f"graph.weight: {err}") from None
         expected = tensor_type(array.shape, self.out.type.element_type)
         if expected != self.out.type or numpy_dtype(self.out.type.element_type) != array.dtype:
             raise VerifyException(
@@ -269,15 +290,17 @@ def _unary(name: str, fn, element: str = "float", doc: str = "") -> type[UnaryOp
 
     class _Op(UnaryOp):
         ELEMENT: ClassVar[str] = element
+        ATTRS: ClassVar[tuple[str, ...]] = ()
 
         def compute(self, x: np.ndarray) -> np.ndarray:
             return fn(x)
 
     _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split("_")) + "Op"
     _Op.name = op_name
+    t = "tensor<2x3xi1>" if element == "bool" else "tensor<2x3xf32>"
     _Op.__doc__ = (
         f"Elementwise {doc or name} ({element} tensors).\n\n"
-        f"```mlir\n%y = {op_name} %x : (tensor<2x3xf32>) -> tensor<2x3xf32>\n```\n"
+        f"```mlir\n%y = {op_name} %x : ({t}) -> {t}\n```\n"
     )
     return irdl_op_definition(_Op)
 
@@ -299,8 +322,12 @@ CeilOp = _unary("ceil", np.ceil)
 RoundOp = _unary("round", np.round, doc="round half to even")
 SinOp = _unary("sin", np.sin)
 CosOp = _unary("cos", np.cos)
-SoftplusOp = _unary("softplus", lambda x: np.log1p(np.exp(x)), doc="log(1+exp(x))")
+# logaddexp(0, x) == log(1 + exp(x)) without overflow for large x.
+SoftplusOp = _unary("softplus", lambda x: np.logaddexp(0, x), doc="log(1+exp(x))")
 NotOp = _unary("not", np.logical_not, "bool", "logical not")
+# composite: legalize rewrites them (reciprocal -> div, softplus -> exp/log)
+ReciprocalOp.COMPOSITE = True
+SoftplusOp.COMPOSITE = True
 
 
 @irdl_op_definition
@@ -314,6 +341,7 @@ class GeluOp(UnaryOp):
     """
 
     name = "graph.gelu"
+    ATTRS: ClassVar[tuple[str, ...]] = ("approximate",)
     COMPOSITE: ClassVar[bool] = True
 
     @classmethod
@@ -338,7 +366,13 @@ class ClipOp(UnaryOp):
     """
 
     name = "graph.clip"
+    ATTRS: ClassVar[tuple[str, ...]] = ("min", "max")
     ELEMENT: ClassVar[str] = "numeric"
+
+    @classmethod
+    def check_attrs(cls, attrs: Attrs) -> None:
+        attrs.float("min", -math.inf)
+        attrs.float("max", math.inf)
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         lo = self.attrs.float("min", -math.inf)
@@ -361,6 +395,11 @@ class LeakyReluOp(UnaryOp):
     """
 
     name = "graph.leaky_relu"
+    ATTRS: ClassVar[tuple[str, ...]] = ("alpha",)
+
+    @classmethod
+    def check_attrs(cls, attrs: Attrs) -> None:
+        attrs.float("alpha", 0.01)
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         alpha = np.asarray(self.attrs.float("alpha", 0.01)).astype(x.dtype)
@@ -377,6 +416,12 @@ class EluOp(UnaryOp):
     """
 
     name = "graph.elu"
+    ATTRS: ClassVar[tuple[str, ...]] = ("alpha",)
+    COMPOSITE: ClassVar[bool] = True
+
+    @classmethod
+    def check_attrs(cls, attrs: Attrs) -> None:
+        attrs.float("alpha", 1.0)
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         alpha = self.attrs.float("alpha", 1.0)
@@ -393,6 +438,13 @@ class HardSigmoidOp(UnaryOp):
     """
 
     name = "graph.hard_sigmoid"
+    ATTRS: ClassVar[tuple[str, ...]] = ("alpha", "beta")
+    COMPOSITE: ClassVar[bool] = True
+
+    @classmethod
+    def check_attrs(cls, attrs: Attrs) -> None:
+        attrs.float("alpha", 0.2)
+        attrs.float("beta", 0.5)
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         alpha = self.attrs.float("alpha", 0.2)
@@ -410,6 +462,7 @@ class CastOp(GraphOp):
     """
 
     name = "graph.cast"
+    ATTRS: ClassVar[tuple[str, ...]] = ("to",)
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -480,6 +533,7 @@ def _binary(name: str, fn, element: str = "numeric", result_bool: bool = False, 
 
     class _Op(BinaryOp):
         ELEMENT: ClassVar[str] = element
+        ATTRS: ClassVar[tuple[str, ...]] = ()
         RESULT_BOOL: ClassVar[bool] = result_bool
 
         def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -487,10 +541,12 @@ def _binary(name: str, fn, element: str = "numeric", result_bool: bool = False, 
 
     _Op.__name__ = _Op.__qualname__ = "".join(p.title() for p in name.split("_")) + "Op"
     _Op.name = op_name
-    out_t = "tensor<2x3xi1>" if result_bool else "tensor<2x3xf32>"
+    in_e = "i1" if element == "bool" else "f32"
+    out_e = "i1" if result_bool else in_e
     _Op.__doc__ = (
         f"Elementwise {doc or name} with numpy broadcasting ({element} tensors).\n\n"
-        f"```mlir\n%z = {op_name} %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> {out_t}\n```\n"
+        f"```mlir\n%z = {op_name} %a, %b : (tensor<2x3x{in_e}>, tensor<3x{in_e}>) "
+        f"-> tensor<2x3x{out_e}>\n```\n"
     )
     return irdl_op_definition(_Op)
 
@@ -524,6 +580,7 @@ class WhereOp(GraphOp):
     """
 
     name = "graph.where"
+    ATTRS: ClassVar[tuple[str, ...]] = ()
     cond = operand_def(TensorType)
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
@@ -558,6 +615,7 @@ class MatmulOp(GraphOp):
     """
 
     name = "graph.matmul"
+    ATTRS: ClassVar[tuple[str, ...]] = ()
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     out = result_def(TensorType)
@@ -604,6 +662,7 @@ class DenseOp(GraphOp):
     """
 
     name = "graph.dense"
+    ATTRS: ClassVar[tuple[str, ...]] = ()
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
@@ -618,13 +677,15 @@ class DenseOp(GraphOp):
         _check_element(operand_types[0], "numeric")
         x, w = (list(t.get_shape()) for t in operand_types[:2])
         if len(x) < 1 or len(w) != 2:
-            raise ShapeError(f"weight must be 2-D [N, K] and x at least 1-D, got {w} and {x}")
+            raise ShapeError(
+                f"weight must be 2-D [N, K] and x at least 1-D, got weight {w} and x {x}"
+            )
         if x[-1] != w[1]:
             raise ShapeError(f"x has K={x[-1]} but weight [N, K] has K={w[1]}")
         shape = x[:-1] + [w[0]]
         if len(operand_types) == 3:
             bias = list(operand_types[2].get_shape())
-            if broadcast_shapes(shape, bias) != tuple(shape):
+            if not _broadcasts_to(bias, shape):
                 raise ShapeError(f"bias of shape {bias} does not broadcast to {shape}")
         return [tensor_type(shape, element)]
 
@@ -643,18 +704,14 @@ _DATA_LAYOUTS = ("NCHW", "NHWC")
 _KERNEL_LAYOUTS = ("OIHW", "HWIO")
 
 
-def _conv_out(size: int, k: int, stride: int, pad: int, dilation: int, ceil: bool = False) -> int:
+def _conv_out(size: int, k: int, stride: int, pad: int, dilation: int, dim: str) -> int:
     span = dilation * (k - 1) + 1
     num = size + pad - span
     if num < 0:
         raise ShapeError(
-            f"window of extent {span} is larger than the padded input extent {size + pad}"
+            f"{dim}: window of extent {span} is larger than the padded input extent {size + pad}"
         )
-    out = (-(-num // stride) if ceil else num // stride) + 1
-    if ceil and (out - 1) * stride >= size + pad - (pad // 2 if pad else 0):
-        # like ONNX/PyTorch: the last window must start inside the input or left pad
-        out -= 1
-    return out
+    return num // stride + 1
 
 
 def _window_attrs(attrs: Attrs, spatial: int = 2):
@@ -702,6 +759,7 @@ class Conv2DOp(GraphOp):
     """
 
     name = "graph.conv2d"
+    ATTRS: ClassVar[tuple[str, ...]] = ("strides", "padding", "dilations", "groups", "data_layout", "kernel_layout")
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     out = result_def(TensorType)
@@ -728,8 +786,8 @@ class Conv2DOp(GraphOp):
                 f"with groups={groups}"
             )
         (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
-        oh = _conv_out(h, kh, sh, pt + pb, dh)
-        ow = _conv_out(wd, kw, sw, pl + pr, dw)
+        oh = _conv_out(h, kh, sh, pt + pb, dh, "height")
+        ow = _conv_out(wd, kw, sw, pl + pr, dw, "width")
         return [tensor_type(_from_nchw([n, o, oh, ow], dl), element)]
 
     def reference(self, x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
@@ -743,7 +801,7 @@ class Conv2DOp(GraphOp):
         out = _conv2d_nchw(x, w, (sh, sw), (pt, pl, pb, pr), (dh, dw), a.int("groups", 1))
         if dl == "NHWC":
             out = out.transpose(0, 2, 3, 1)
-        return [np.ascontiguousarray(out)]
+        return [_contiguous(out)]
 
 
 def _conv2d_nchw(x, w, strides, pads, dilations, groups) -> np.ndarray:
@@ -779,6 +837,7 @@ class ConvTranspose2DOp(GraphOp):
     """
 
     name = "graph.conv_transpose2d"
+    ATTRS: ClassVar[tuple[str, ...]] = ("strides", "padding", "dilations", "groups", "output_padding")
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     out = result_def(TensorType)
@@ -798,7 +857,16 @@ class ConvTranspose2DOp(GraphOp):
         if groups < 1 or x[1] % groups:
             raise ShapeError(f"groups={groups} must divide input channels {x[1]}")
         (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
-        oph, opw = attrs.ints("output_padding", (0, 0))
+        output_padding = attrs.ints("output_padding", (0, 0))
+        if len(output_padding) != 2:
+            raise ShapeError(f"attribute 'output_padding' must have 2 values, got {len(output_padding)}")
+        oph, opw = output_padding
+        for op_, s, d in ((oph, sh, dh), (opw, sw, dw)):
+            if not 0 <= op_ < max(s, d):
+                raise ShapeError(
+                    f"output_padding {list(output_padding)} must be >= 0 and smaller than "
+                    "the stride or the dilation"
+                )
         oh = (x[2] - 1) * sh - pt - pb + dh * (w[2] - 1) + oph + 1
         ow = (x[3] - 1) * sw - pl - pr + dw * (w[3] - 1) + opw + 1
         if oh < 1 or ow < 1:
@@ -825,7 +893,7 @@ class ConvTranspose2DOp(GraphOp):
                          i * dh: i * dh + sh * (h - 1) + 1: sh,
                          j * dw: j * dw + sw * (wd - 1) + 1: sw] += contrib
         out = full[:, :, pt:pt + out_t[2], pl:pl + out_t[3]]
-        return [np.ascontiguousarray(out).astype(x.dtype)]
+        return [_contiguous(out).astype(x.dtype)]
 
 
 class _PoolOp(GraphOp):
@@ -842,13 +910,18 @@ class _PoolOp(GraphOp):
             raise ShapeError(f"input must be 4-D, got rank {len(x)}")
         dl = _layout(attrs, "layout", _DATA_LAYOUTS)
         n, c, h, w = _nchw(x, dl)
-        kh, kw = attrs.ints("kernel")
+        kernel = attrs.ints("kernel")
+        if len(kernel) != 2 or min(kernel) < 1:
+            raise ShapeError(f"attribute 'kernel' must be 2 values >= 1, got {list(kernel)}")
+        kh, kw = kernel
         (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
         if max(pt, pb) >= dh * (kh - 1) + 1 or max(pl, pr) >= dw * (kw - 1) + 1:
             raise ShapeError("padding must be smaller than the window")
         ceil = attrs.bool("ceil_mode")
-        oh = _pool_out(h, kh, sh, pt, pb, dh, ceil)
-        ow = _pool_out(w, kw, sw, pl, pr, dw, ceil)
+        oh = _pool_out(h, kh, sh, pt, pb, dh, ceil, "height")
+        ow = _pool_out(w, kw, sw, pl, pr, dw, ceil, "width")
+        _check_windows_see_input(h, kh, sh, pt, dh, oh, "height")
+        _check_windows_see_input(w, kw, sw, pl, dw, ow, "width")
         return [tensor_type(_from_nchw([n, c, oh, ow], dl), operand_types[0].element_type)]
 
     def _windows(self, x: np.ndarray, fill: float):
@@ -876,14 +949,26 @@ class _PoolOp(GraphOp):
         out = self.pool(x)
         if nhwc:
             out = out.transpose(0, 2, 3, 1)
-        return [np.ascontiguousarray(out).astype(x.dtype)]
+        return [_contiguous(out).astype(x.dtype)]
 
 
-def _pool_out(size, k, stride, pad_b, pad_e, dil, ceil) -> int:
+def _check_windows_see_input(size, k, stride, pad_b, dil, out, dim: str) -> None:
+    """A window over padding only has no max (nor a mean): reject it. With
+    dilation this can happen even when padding < window extent."""
+    for o in range(out):
+        start = o * stride - pad_b
+        if not any(0 <= start + i * dil < size for i in range(k)):
+            raise ShapeError(f"{dim}: pooling window #{o} covers only padding")
+
+
+def _pool_out(size, k, stride, pad_b, pad_e, dil, ceil, dim: str) -> int:
     span = dil * (k - 1) + 1
     num = size + pad_b + pad_e - span
     if num < 0:
-        raise ShapeError(f"window of extent {span} is larger than the padded input extent {size + pad_b + pad_e}")
+        raise ShapeError(
+            f"{dim}: window of extent {span} is larger than the padded input extent "
+            f"{size + pad_b + pad_e}"
+        )
     out = (-(-num // stride) if ceil else num // stride) + 1
     if ceil and (out - 1) * stride >= size + pad_b:
         out -= 1  # the last window must start inside the input or the begin padding
@@ -901,6 +986,10 @@ class MaxPool2DOp(_PoolOp):
     """
 
     name = "graph.max_pool2d"
+    # count_include_pad is accepted (and means nothing) so both pools share one attribute set
+    ATTRS: ClassVar[tuple[str, ...]] = (
+        "kernel", "strides", "padding", "dilations", "ceil_mode", "layout", "count_include_pad"
+    )
 
     def pool(self, x: np.ndarray) -> np.ndarray:
         lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
@@ -921,6 +1010,7 @@ class AvgPool2DOp(_PoolOp):
     """
 
     name = "graph.avg_pool2d"
+    ATTRS: ClassVar[tuple[str, ...]] = ("kernel", "strides", "padding", "dilations", "ceil_mode", "layout", "count_include_pad")
 
     def pool(self, x: np.ndarray) -> np.ndarray:
         include_pad = self.attrs.bool("count_include_pad")
@@ -967,6 +1057,8 @@ class GlobalAvgPoolOp(_GlobalPoolOp):
     """
 
     name = "graph.global_avg_pool"
+    ATTRS: ClassVar[tuple[str, ...]] = ("layout",)
+    COMPOSITE: ClassVar[bool] = True
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [x.mean(axis=self._spatial_axes(x.ndim), keepdims=True, dtype=np.float64).astype(x.dtype)]
@@ -982,6 +1074,8 @@ class GlobalMaxPoolOp(_GlobalPoolOp):
     """
 
     name = "graph.global_max_pool"
+    ATTRS: ClassVar[tuple[str, ...]] = ("layout",)
+    COMPOSITE: ClassVar[bool] = True
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [x.max(axis=self._spatial_axes(x.ndim), keepdims=True)]
@@ -1003,6 +1097,7 @@ class BatchNormOp(GraphOp):
     """
 
     name = "graph.batch_norm"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "epsilon")
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
     bias = operand_def(TensorType)
@@ -1046,6 +1141,7 @@ class LayerNormOp(GraphOp):
     """
 
     name = "graph.layer_norm"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "epsilon")
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
     bias = operand_def(TensorType)
@@ -1062,7 +1158,7 @@ class LayerNormOp(GraphOp):
         axis = normalize_axis(attrs.int("axis", -1), len(x))
         norm_shape = x[axis:]
         for name, t in zip(("scale", "bias"), operand_types[1:]):
-            if broadcast_shapes(norm_shape, t.get_shape()) != tuple(norm_shape):
+            if not _broadcasts_to(t.get_shape(), norm_shape):
                 raise ShapeError(f"{name} of shape {list(t.get_shape())} does not broadcast to the normalized shape {norm_shape}")
         return [operand_types[0]]
 
@@ -1106,6 +1202,8 @@ class SoftmaxOp(_SoftmaxBase):
     """
 
     name = "graph.softmax"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
+    COMPOSITE: ClassVar[bool] = True
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [np.exp(self._log_softmax(x)).astype(x.dtype)]
@@ -1121,6 +1219,8 @@ class LogSoftmaxOp(_SoftmaxBase):
     """
 
     name = "graph.log_softmax"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
+    COMPOSITE: ClassVar[bool] = True
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [self._log_softmax(x).astype(x.dtype)]
@@ -1148,6 +1248,7 @@ class ReduceOp(GraphOp):
     out = result_def(TensorType)
     traits = traits_def(Pure())
     ELEMENT: ClassVar[str] = "numeric"
+    NEEDS_ELEMENTS: ClassVar[bool] = False  # max/min of nothing is undefined
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -1155,6 +1256,8 @@ class ReduceOp(GraphOp):
         _check_element(operand_types[0], cls.ELEMENT)
         shape = list(operand_types[0].get_shape())
         axes = _reduce_axes(attrs, len(shape))
+        if cls.NEEDS_ELEMENTS:
+            _check_nonempty(shape, axes)
         keep = attrs.bool("keepdims")
         out = [1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes]
         return [tensor_type(out, operand_types[0].element_type)]
@@ -1168,10 +1271,19 @@ class ReduceOp(GraphOp):
         return [np.asarray(out).astype(x.dtype)]
 
 
-def _reduce(name: str, fn, doc: str):
+def _check_nonempty(shape: Sequence[int], axes: Sequence[int]) -> None:
+    for a in axes:
+        if shape[a] == 0:
+            raise ShapeError(f"cannot reduce axis {a} of extent 0 (no elements to compare)")
+
+
+def _reduce(name: str, fn, doc: str, needs_elements: bool = False):
     op_name = f"graph.{name}"
 
     class _Op(ReduceOp):
+        NEEDS_ELEMENTS: ClassVar[bool] = needs_elements
+        ATTRS: ClassVar[tuple[str, ...]] = ("axes", "keepdims")
+
         def compute(self, x, axes, keep):
             return fn(x, axes, keep)
 
@@ -1191,8 +1303,8 @@ def _acc(x):
 
 ReduceSumOp = _reduce("reduce_sum", lambda x, a, k: _acc(x).sum(axis=a, keepdims=k), "Sum")
 ReduceMeanOp = _reduce("reduce_mean", lambda x, a, k: _acc(x).mean(axis=a, keepdims=k), "Mean")
-ReduceMaxOp = _reduce("reduce_max", lambda x, a, k: x.max(axis=a, keepdims=k), "Maximum")
-ReduceMinOp = _reduce("reduce_min", lambda x, a, k: x.min(axis=a, keepdims=k), "Minimum")
+ReduceMaxOp = _reduce("reduce_max", lambda x, a, k: x.max(axis=a, keepdims=k), "Maximum", True)
+ReduceMinOp = _reduce("reduce_min", lambda x, a, k: x.min(axis=a, keepdims=k), "Minimum", True)
 ReduceProdOp = _reduce("reduce_prod", lambda x, a, k: _acc(x).prod(axis=a, keepdims=k), "Product")
 
 
@@ -1207,6 +1319,7 @@ class _ArgReduceOp(GraphOp):
         _check_element(operand_types[0], "numeric")
         shape = list(operand_types[0].get_shape())
         axis = normalize_axis(attrs.int("axis", 0), len(shape))
+        _check_nonempty(shape, [axis])
         keep = attrs.bool("keepdims")
         out = [1 if i == axis else d for i, d in enumerate(shape) if keep or i != axis]
         return [tensor_type(out, i64)]
@@ -1233,6 +1346,7 @@ class ArgMaxOp(_ArgReduceOp):
     """
 
     name = "graph.argmax"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "keepdims", "select_last_index")
 
     def reference(self, x):
         return self._arg(x, np.argmax)
@@ -1248,6 +1362,7 @@ class ArgMinOp(_ArgReduceOp):
     """
 
     name = "graph.argmin"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "keepdims", "select_last_index")
 
     def reference(self, x):
         return self._arg(x, np.argmin)
@@ -1285,6 +1400,7 @@ class ReshapeOp(_MoveOp):
     """
 
     name = "graph.reshape"
+    ATTRS: ClassVar[tuple[str, ...]] = ("shape",)
 
     @classmethod
     def out_shape(cls, shape, attrs):
@@ -1319,6 +1435,7 @@ class TransposeOp(_MoveOp):
     """
 
     name = "graph.transpose"
+    ATTRS: ClassVar[tuple[str, ...]] = ("perm",)
 
     @classmethod
     def out_shape(cls, shape, attrs):
@@ -1329,7 +1446,7 @@ class TransposeOp(_MoveOp):
 
     def reference(self, x):
         perm = self.attrs.ints("perm", tuple(reversed(range(x.ndim))))
-        return [np.ascontiguousarray(x.transpose(perm))]
+        return [_contiguous(x.transpose(perm))]
 
 
 @irdl_op_definition
@@ -1343,14 +1460,17 @@ class BroadcastToOp(_MoveOp):
     """
 
     name = "graph.broadcast_to"
+    ATTRS: ClassVar[tuple[str, ...]] = ("shape",)
 
     @classmethod
     def out_shape(cls, shape, attrs):
         target = attrs.ints("shape")
+        if min(target, default=0) < 0:
+            raise ShapeError(f"shape {list(target)} has a negative dim")
         return list(broadcast_shapes(shape, target))
 
     def reference(self, x):
-        return [np.ascontiguousarray(np.broadcast_to(x, self.out.type.get_shape()))]
+        return [_contiguous(np.broadcast_to(x, self.out.type.get_shape()))]
 
 
 @irdl_op_definition
@@ -1363,12 +1483,16 @@ class SqueezeOp(_MoveOp):
     """
 
     name = "graph.squeeze"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axes",)
+    COMPOSITE: ClassVar[bool] = True
 
     @classmethod
     def out_shape(cls, shape, attrs):
         if "axes" not in attrs:
             return [d for d in shape if d != 1]
-        axes = {normalize_axis(a, len(shape)) for a in attrs.ints("axes")}
+        axes = [normalize_axis(a, len(shape)) for a in attrs.ints("axes")]
+        if len(set(axes)) != len(axes):
+            raise ShapeError(f"axes {list(attrs.ints('axes'))} repeat an axis")
         for a in axes:
             if shape[a] != 1:
                 raise ShapeError(f"cannot squeeze axis {a} of size {shape[a]}")
@@ -1388,6 +1512,8 @@ class UnsqueezeOp(_MoveOp):
     """
 
     name = "graph.unsqueeze"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axes",)
+    COMPOSITE: ClassVar[bool] = True
 
     @classmethod
     def out_shape(cls, shape, attrs):
@@ -1412,8 +1538,12 @@ def _slice_params(shape: Sequence[int], attrs: Attrs):
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise ShapeError("starts, ends, axes and steps must have the same length")
     slices = [slice(None)] * rank
+    seen = set()
     for s, e, a, st in zip(starts, ends, axes, steps):
         a = normalize_axis(a, rank)
+        if a in seen:
+            raise ShapeError(f"axes {list(axes)} repeat axis {a}")
+        seen.add(a)
         if st == 0:
             raise ShapeError("slice step must not be 0")
         slices[a] = slice(s, e, st)
@@ -1432,6 +1562,7 @@ class SliceOp(_MoveOp):
     """
 
     name = "graph.slice"
+    ATTRS: ClassVar[tuple[str, ...]] = ("starts", "ends", "axes", "steps")
 
     @classmethod
     def out_shape(cls, shape, attrs):
@@ -1439,7 +1570,7 @@ class SliceOp(_MoveOp):
         return [len(range(*sl.indices(d))) for sl, d in zip(slices, shape)]
 
     def reference(self, x):
-        return [np.ascontiguousarray(x[_slice_params(x.shape, self.attrs)])]
+        return [_contiguous(x[_slice_params(x.shape, self.attrs)])]
 
 
 @irdl_op_definition
@@ -1453,6 +1584,7 @@ class PadOp(_MoveOp):
     """
 
     name = "graph.pad"
+    ATTRS: ClassVar[tuple[str, ...]] = ("pads", "mode", "value")
 
     @classmethod
     def out_shape(cls, shape, attrs):
@@ -1462,10 +1594,18 @@ class PadOp(_MoveOp):
         mode = attrs.str("mode", "constant")
         if mode not in ("constant", "reflect", "edge"):
             raise ShapeError(f"mode must be constant, reflect or edge, got {mode}")
-        out = [d + pads[i] + pads[i + len(shape)] for i, d in enumerate(shape)]
-        if min(out, default=1) < 0:
-            raise ShapeError(f"negative output extent {out}")
-        return out
+        r = len(shape)
+        for i, d in enumerate(shape):
+            before, after = pads[i], pads[i + r]
+            cropped = d + min(before, 0) + min(after, 0)
+            if cropped < 0:
+                raise ShapeError(f"negative pads {before}, {after} crop more than the extent {d} of axis {i}")
+            grow = max(before, 0), max(after, 0)
+            if mode == "reflect" and max(grow) >= max(cropped, 1):
+                raise ShapeError(f"reflect pads {list(grow)} of axis {i} must be smaller than its extent {cropped}")
+            if mode == "edge" and max(grow) > 0 and cropped == 0:
+                raise ShapeError(f"edge mode cannot pad the empty axis {i}")
+        return [d + pads[i] + pads[i + r] for i, d in enumerate(shape)]
 
     def reference(self, x):
         pads = self.attrs.ints("pads")
@@ -1492,6 +1632,7 @@ class ConcatOp(GraphOp):
     """
 
     name = "graph.concat"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
     inputs = var_operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -1528,6 +1669,7 @@ class SplitOp(GraphOp):
     """
 
     name = "graph.split"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "sizes")
     x = operand_def(TensorType)
     outs = var_result_def(TensorType)
     traits = traits_def(Pure())
@@ -1550,7 +1692,7 @@ class SplitOp(GraphOp):
     def reference(self, x):
         axis = self.attrs.int("axis", 0)
         cuts = np.cumsum(self.attrs.ints("sizes"))[:-1]
-        return [np.ascontiguousarray(p) for p in np.split(x, cuts, axis=axis)]
+        return [_contiguous(p) for p in np.split(x, cuts, axis=axis)]
 
 
 @irdl_op_definition
@@ -1564,6 +1706,7 @@ class GatherOp(GraphOp):
     """
 
     name = "graph.gather"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
     out = result_def(TensorType)
@@ -1599,6 +1742,7 @@ class ResizeOp(GraphOp):
     """
 
     name = "graph.resize"
+    ATTRS: ClassVar[tuple[str, ...]] = ("sizes", "mode", "coordinate_transformation_mode", "nearest_mode")
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -1610,8 +1754,17 @@ class ResizeOp(GraphOp):
         sizes = list(attrs.ints("sizes"))
         if len(sizes) != len(shape) or min(sizes, default=1) < 1:
             raise ShapeError(f"sizes {sizes} must give a positive extent for each of the {len(shape)} dims")
+        for axis, (d, s) in enumerate(zip(shape, sizes)):
+            if d == 0 and s != 0:
+                raise ShapeError(f"cannot resize axis {axis} of extent 0 (no values to sample)")
         if attrs.str("mode", "nearest") not in ("nearest", "linear"):
             raise ShapeError("mode must be nearest or linear")
+        ctm = attrs.str("coordinate_transformation_mode", "half_pixel")
+        if ctm not in _COORDINATE_MODES:
+            raise ShapeError(f"coordinate_transformation_mode must be one of {', '.join(_COORDINATE_MODES)}, got {ctm}")
+        nearest = attrs.str("nearest_mode", "round_prefer_floor")
+        if nearest not in _NEAREST_MODES:
+            raise ShapeError(f"nearest_mode must be one of {', '.join(_NEAREST_MODES)}, got {nearest}")
         if attrs.str("mode", "nearest") == "linear":
             _check_element(operand_types[0], "float")
         return [tensor_type(sizes, operand_types[0].element_type)]
@@ -1640,6 +1793,10 @@ class ResizeOp(GraphOp):
         shape[axis] = size
         frac = frac.reshape(shape)
         return np.take(x, lo, axis=axis) * (1 - frac) + np.take(x, hi, axis=axis) * frac
+
+
+_COORDINATE_MODES = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
 def resize_source_coords(n_in: int, n_out: int, mode: str) -> np.ndarray:

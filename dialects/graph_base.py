@@ -27,7 +27,6 @@ from typing import Any, ClassVar
 import numpy as np
 from xdsl.dialects.builtin import (
     AnyFloat,
-    BFloat16Type,
     BoolAttr,
     BytesAttr,
     DenseArrayBase,
@@ -64,7 +63,8 @@ _NUMPY_OF_FLOAT = {Float16Type: np.float16, Float32Type: np.float32, Float64Type
 
 
 def is_float(t: Attribute) -> bool:
-    return isinstance(t, (Float16Type, Float32Type, Float64Type, BFloat16Type))
+    # bf16 is excluded: numpy has no bf16, so no reference could check it.
+    return isinstance(t, (Float16Type, Float32Type, Float64Type))
 
 
 def is_int(t: Attribute) -> bool:
@@ -88,9 +88,13 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
         width = element_type.width.data
         if width == 1:
             return np.dtype(np.bool_)
-        kind = "u" if is_unsigned(element_type) else "i"
-        return np.dtype(f"{kind}{width // 8}")
-    raise ShapeError(f"element type {element_type} has no numpy equivalent")
+        if width in (8, 16, 32, 64):
+            kind = "u" if is_unsigned(element_type) else "i"
+            return np.dtype(f"{kind}{width // 8}")
+    raise ShapeError(
+        f"element type {element_type} is not supported "
+        "(graph tensors hold f16/f32/f64, i1, or 8/16/32/64-bit integers)"
+    )
 
 
 def element_type_of(dtype: np.dtype | type) -> Attribute:
@@ -116,8 +120,8 @@ def tensor_type_of(array: np.ndarray) -> TensorType:
 
 def dense_from_numpy(array: np.ndarray) -> DenseIntOrFPElementsAttr:
     """A dense attribute holding ``array``'s raw bytes (no Python lists)."""
+    type_ = tensor_type_of(np.asarray(array))  # before: ascontiguousarray makes 0-d 1-d
     array = np.ascontiguousarray(array)
-    type_ = tensor_type_of(array)
     if array.dtype == np.bool_:
         # xDSL stores i1 as one byte per element, like numpy's bool.
         data = array.astype(np.int8).tobytes()
@@ -186,13 +190,15 @@ class Attrs:
                 raise ShapeError(f"missing attribute '{name}'")
             return default
         if not isinstance(attr, kinds):
-            raise ShapeError(f"attribute '{name}' must be {kinds[0].name}, got {attr}")
+            raise ShapeError(f"attribute '{name}' must be {_KIND_NAMES[kinds[0]]}, got {attr}")
         return attr
 
     def ints(self, name: str, default: Any = None) -> tuple[int, ...]:
         attr = self._get(name, _REQUIRED if default is None else _MISSING, (DenseArrayBase,))
         if attr is _MISSING:
             return tuple(default)
+        if not isinstance(attr.elt_type, IntegerType):
+            raise ShapeError(f"attribute '{name}' must be {_KIND_NAMES[DenseArrayBase]}, got {attr}")
         return tuple(int(v) for v in attr.get_values())
 
     def floats(self, name: str, default: Any = None) -> tuple[float, ...]:
@@ -225,6 +231,13 @@ class Attrs:
 
 _REQUIRED = object()
 _MISSING = object()
+_KIND_NAMES = {
+    DenseArrayBase: "an integer array like array<i64: 1, 2>",
+    IntegerAttr: "an integer like 1 : i64",
+    FloatAttr: "a number like 1.0 : f32",
+    StringAttr: 'a string like "abc"',
+    TypeAttribute: "a type like f32",
+}
 
 
 # ---------------------------------------------------------------------------
@@ -253,9 +266,10 @@ def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
 
 
 def normalize_axis(axis: int, rank: int, what: str = "axis") -> int:
-    if not -rank <= axis < max(rank, 1):
+    """``axis`` in ``[-rank, rank)`` mapped to ``[0, rank)`` (a scalar has no axis)."""
+    if not -rank <= axis < rank:
         raise ShapeError(f"{what} {axis} is out of range for rank {rank}")
-    return axis % rank if rank else 0
+    return axis % rank
 
 
 def _shape_str(shape: Sequence[int]) -> str:
@@ -274,6 +288,12 @@ def shape_str(t: Attribute) -> str:
 class GraphOp(IRDLOperation):
     """Base of every graph-dialect op (see module docstring)."""
 
+    # The attribute names the op understands; the verifier rejects others (a
+    # typo like `axiss` would otherwise be ignored silently). None: not
+    # declared, nothing checked. Dialect-prefixed names (`dlc.origin`) are
+    # discardable annotations of passes and always allowed.
+    ATTRS: ClassVar[tuple[str, ...] | None] = None
+
     # -- to be provided by each op -------------------------------------------------
     @classmethod
     def infer(cls, operand_types: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -291,8 +311,9 @@ class GraphOp(IRDLOperation):
             o.results[0] if isinstance(o, Operation) else o for o in operands if o is not None
         ]
         attrs = {k: to_attribute(v) for k, v in attributes.items() if v is not None}
-        types = [v.type for v in values]
         try:
+            cls.check_attribute_names(attrs)
+            types = _operand_tensor_types(values)
             result_types = cls.infer(types, Attrs(attrs))
         except ShapeError as err:
             raise VerifyException(f"{cls.name}: {err}") from None
@@ -302,16 +323,20 @@ class GraphOp(IRDLOperation):
     def attrs(self) -> Attrs:
         return Attrs(self.attributes)
 
+    @classmethod
+    def check_attribute_names(cls, names) -> None:
+        if cls.ATTRS is None:
+            return
+        for name in names:
+            if name not in cls.ATTRS and "." not in name:
+                known = ", ".join(cls.ATTRS) if cls.ATTRS else "none"
+                raise ShapeError(f"unknown attribute '{name}' (known: {known})")
+
     # -- verification --------------------------------------------------------------
     def verify_(self) -> None:
-        types = []
-        for i, operand in enumerate(self.operands):
-            if not isinstance(operand.type, TensorType):
-                raise VerifyException(
-                    f"{self.name}: operand #{i} must be a ranked tensor, got {operand.type}"
-                )
-            types.append(operand.type)
         try:
+            self.check_attribute_names(self.attributes)
+            types = _operand_tensor_types(self.operands)
             inferred = self.infer(types, self.attrs)
         except ShapeError as err:
             raise VerifyException(f"{self.name}: {err}") from None
@@ -350,7 +375,7 @@ class GraphOp(IRDLOperation):
         attributes = parser.parse_optional_attr_dict()
         regions = cls._parse_regions(parser)
         parser.parse_punctuation(":")
-        func_type = parser.parse_function_type()
+        func_type = parse_function_type_cached(parser)
         values = parser.resolve_operands(operands, func_type.inputs.data, pos)
         return cls.create(
             operands=values,
@@ -367,7 +392,95 @@ class GraphOp(IRDLOperation):
         return regions
 
 
+def _operand_tensor_types(values: Sequence[SSAValue]) -> list[TensorType]:
+    """Operand types, checked to be ranked tensors of a supported element type."""
+    types = []
+    for i, value in enumerate(values):
+        if not isinstance(value.type, TensorType):
+            raise ShapeError(f"operand #{i} must be a ranked tensor, got {value.type}")
+        try:
+            numpy_dtype(value.type.element_type)
+        except ShapeError as err:
+            raise ShapeError(f"operand #{i}: {err}") from None
+        types.append(value.type)
+    return types
+
+
 def _types_str(types: Sequence[Attribute]) -> str:
     if len(types) == 1:
         return str(types[0])
     return "(" + ", ".join(str(t) for t in types) + ")"
+
+
+# ---------------------------------------------------------------------------
+# parsing speed: memoize function types by their source text
+# ---------------------------------------------------------------------------
+
+# Type parsing dominates parse time for large graphs (xDSL lexes `tensor<...>`
+# token by token: ~0.3 ms a type). Graph programs repeat a handful of
+# signatures, so the text of each `(types) -> types` is parsed once.
+_FUNCTION_TYPE_CACHE: dict[str, Attribute] = {}
+_MATCHING = {"(": ")", "<": ">", "[": "]", "{": "}"}
+
+
+def _function_type_extent(text: str, start: int) -> int | None:
+    """End offset of a plain `(...) -> type-or-(types)` at ``start``, or None
+    when the text is anything unusual (the normal parser then handles it)."""
+    i = _balanced_end(text, start)
+    if i is None:
+        return None
+    while i < len(text) and text[i] == " ":
+        i += 1
+    if not text.startswith("->", i):
+        return None
+    i += 2
+    while i < len(text) and text[i] == " ":
+        i += 1
+    if i < len(text) and text[i] == "(":
+        return _balanced_end(text, i)
+    j = i
+    while j < len(text) and (text[j].isalnum() or text[j] in "_."):
+        j += 1
+    if j < len(text) and text[j] == "<":
+        return _balanced_end(text, j)
+    return j if j > i else None
+
+
+def _balanced_end(text: str, i: int) -> int | None:
+    if i >= len(text) or text[i] not in _MATCHING:
+        return None
+    stack = []
+    for j in range(i, min(len(text), i + 4096)):
+        c = text[j]
+        if c in _MATCHING:
+            stack.append(_MATCHING[c])
+        elif c in ")>]}":
+            if c == ">" and text[j - 1] == "-":  # the `->` arrow
+                continue
+            if not stack or stack.pop() != c:
+                return None
+            if not stack:
+                return j + 1
+        elif c in "\n\"#":
+            return None
+    return None
+
+
+def parse_function_type_cached(parser: Parser):
+    text = parser.lexer.input.content
+    start = parser.pos
+    end = _function_type_extent(text, start) if isinstance(text, str) else None
+    if end is None:
+        return parser.parse_function_type()
+    key = text[start:end]
+    cached = _FUNCTION_TYPE_CACHE.get(key)
+    if cached is None:
+        cached = parser.parse_function_type()
+        if parser.pos != end and not text[end:parser.pos].isspace():
+            return cached  # our scan disagreed with the parser: don't memoize
+        if len(_FUNCTION_TYPE_CACHE) > 4096:
+            _FUNCTION_TYPE_CACHE.clear()
+        _FUNCTION_TYPE_CACHE[key] = cached
+        return cached
+    parser._resume_from(end)
+    return cached

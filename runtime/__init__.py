@@ -1,1 +1,9 @@
+"""Thin runtime for exported dlc models: ``dlc.runtime.load("model.so")``.
 
+Imports only numpy and ctypes (no xDSL, no llvmlite), so a deployed model needs
+nothing else.
+"""
+
+from dlc.runtime.native import EntryPoint, NativeModule, DlcRuntimeError, load
+
+__all__ = ["EntryPoint", "NativeModule", "DlcRuntimeError", "load"]

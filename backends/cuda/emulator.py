@@ -1,0 +1,256 @@
+"""A slow, exact emulator of GPU-lowered kernels in Python: the test oracle for GPU schedules.
+
+It runs every thread of every block as a Python generator that pauses at each
+``gpu.barrier``; all threads of a block must reach the same number of barriers.
+Between two barriers it checks for data races on shared and global memory (one
+thread writes an element that another thread of the block reads or writes), so
+a missing barrier or a wrong thread mapping fails the test even though the
+threads run one after another. It is never an execution path of compiled code:
+`build` runs the real CUDA program; this exists because CI machines have no GPU.
+Use small shapes (it interprets every op of every thread).
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects import arith, func, gpu, memref, scf
+from xdsl.dialects.builtin import FloatAttr, IntegerType, MemRefType, ModuleOp
+from xdsl.ir import Block, SSAValue
+
+from dlc.backends.cuda.cuda_c import CMPF, CMPI, is_shared, strides_of
+from dlc.dialects.graph_base import numpy_dtype
+from dlc.dialects.tloop import ForOp, WeightOp, YieldOp
+
+
+class EmulationError(Exception):
+    """A race, a divergent barrier or an unsupported op (one line)."""
+
+
+_FLOAT = {
+    "arith.addf": lambda a, b: a + b, "arith.subf": lambda a, b: a - b,
+    "arith.mulf": lambda a, b: a * b, "arith.divf": lambda a, b: a / b if b else pymath.copysign(pymath.inf, a) * pymath.copysign(1, b) if a else pymath.nan,
+    "arith.remf": pymath.fmod, "arith.maximumf": lambda a, b: pymath.nan if pymath.isnan(a) or pymath.isnan(b) else max(a, b),
+    "arith.minimumf": lambda a, b: pymath.nan if pymath.isnan(a) or pymath.isnan(b) else min(a, b),
+    "arith.maxnumf": max, "arith.minnumf": min,
+    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
+    "arith.divsi": lambda a, b: int(a / b), "arith.divui": lambda a, b: a // b,
+    "arith.remsi": lambda a, b: a - int(a / b) * b, "arith.remui": lambda a, b: a % b,
+    "arith.maxsi": max, "arith.minsi": min, "arith.maxui": max, "arith.minui": min,
+    "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b, "arith.xori": lambda a, b: a ^ b,
+}
+_UNARY = {
+    "arith.negf": lambda a: -a, "math.exp": lambda a: pymath.exp(min(a, 700.0)), "math.log": lambda a: pymath.log(a) if a > 0 else (-pymath.inf if a == 0 else pymath.nan),
+    "math.sqrt": lambda a: pymath.sqrt(a) if a >= 0 else pymath.nan, "math.rsqrt": lambda a: 1 / pymath.sqrt(a),
+    "math.tanh": pymath.tanh, "math.erf": pymath.erf, "math.floor": pymath.floor, "math.ceil": pymath.ceil,
+    "math.roundeven": lambda a: float(np.rint(a)), "math.round": lambda a: float(np.sign(a) * np.floor(abs(a) + 0.5)),
+    "math.sin": pymath.sin, "math.cos": pymath.cos, "math.absf": abs, "math.absi": abs,
+    "math.exp2": lambda a: 2.0 ** a, "math.log2": pymath.log2,
+}
+_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+        "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
+
+
+class _Buffer:
+    def __init__(self, array: np.ndarray, type_: MemRefType, shared_or_global: bool):
+        self.flat = array.reshape(-1)
+        self.strides = strides_of(type_)
+        self.tracked = shared_or_global
+
+    def offset(self, indices: Sequence[int]) -> int:
+        off = 0
+        for i, s in zip(indices, self.strides):
+            off += i * s
+        return off
+
+
+class _Phase:
+    """Accesses of one block between two barriers, for race detection."""
+
+    def __init__(self) -> None:
+        self.writes: dict[tuple[int, int], int] = {}
+        self.reads: dict[tuple[int, int], int] = {}
+
+    def read(self, buf: _Buffer, off: int, thread: int, where: str) -> None:
+        key = (id(buf), off)
+        writer = self.writes.get(key, thread)
+        if writer != thread:
+            raise EmulationError(f"{where}: race: thread {thread} reads element {off} written by thread {writer} without a barrier")
+        self.reads.setdefault(key, thread)
+
+    def write(self, buf: _Buffer, off: int, thread: int, where: str) -> None:
+        key = (id(buf), off)
+        writer = self.writes.get(key, thread)
+        reader = self.reads.get(key, thread)
+        if writer != thread or (reader != thread and key in self.reads):
+            other = writer if writer != thread else reader
+            raise EmulationError(f"{where}: race: thread {thread} writes element {off} also accessed by thread {other} without a barrier")
+        self.writes[key] = thread
+
+
+class _Thread:
+    def __init__(self, kernel_name: str, ids: dict[str, int], dims: dict[str, int],
+                 shared: dict[int, _Buffer], phase_ref: list[_Phase], thread: int):
+        self.where = f"kernel @{kernel_name}"
+        self.ids, self.dims, self.shared, self.phase_ref, self.thread = ids, dims, shared, phase_ref, thread
+
+    def run(self, block: Block, env: dict[SSAValue, object]):  # noqa: C901 - one dispatch table
+        for op in block.ops:
+            name = op.name
+            if isinstance(op, (YieldOp, func.ReturnOp)):
+                continue
+            if isinstance(op, scf.YieldOp):
+                return [env[v] for v in op.operands]
+            if isinstance(op, gpu.BarrierOp):
+                yield "barrier"
+                continue
+            if isinstance(op, ForOp):
+                for i in range(op.lower, op.upper, op.stride):
+                    env[op.induction_var] = i
+                    yield from self.run(op.body.block, env)
+                continue
+            if isinstance(op, scf.IfOp):
+                region = op.true_region if env[op.cond] else op.false_region
+                values = (yield from self.run(region.block, env)) if region.blocks else []
+                for r, v in zip(op.results, values or []):
+                    env[r] = v
+                continue
+            if isinstance(op, memref.StoreOp):
+                buf = env[op.memref]
+                off = buf.offset([env[i] for i in op.indices])
+                if buf.tracked:
+                    self.phase_ref[0].write(buf, off, self.thread, self.where)
+                buf.flat[off] = env[op.value]
+                continue
+            if isinstance(op, memref.AllocaOp):
+                type_ = op.memref.type
+                if is_shared(type_):
+                    key = id(op)
+                    if key not in self.shared:
+                        self.shared[key] = _Buffer(np.full(type_.get_shape(), np.nan, numpy_dtype(type_.element_type)) if not isinstance(type_.element_type, IntegerType) else np.zeros(type_.get_shape(), numpy_dtype(type_.element_type)), type_, True)
+                    env[op.memref] = self.shared[key]
+                else:
+                    env[op.memref] = _Buffer(np.zeros(type_.get_shape(), numpy_dtype(type_.element_type)), type_, False)
+                continue
+            result = op.results[0]
+            args = [env[v] for v in op.operands]
+            if isinstance(op, arith.ConstantOp):
+                value = op.value.value.data
+                env[result] = float(value) if isinstance(op.value, FloatAttr) else int(value)
+            elif name in _FLOAT:
+                env[result] = _FLOAT[name](*args)
+            elif name in _UNARY:
+                env[result] = _UNARY[name](*args)
+            elif name == "math.powf":
+                env[result] = pymath.pow(*args)
+            elif name == "math.fma":
+                env[result] = args[0] * args[1] + args[2]
+            elif isinstance(op, arith.CmpiOp):
+                pred = CMPI[op.predicate.value.data]
+                if pred[0] == "u":  # unsigned: negative values wrap to large ones
+                    width = op.operands[0].type.width.data if isinstance(op.operands[0].type, IntegerType) else 64
+                    args = [a & ((1 << width) - 1) for a in args]
+                env[result] = _CMP[pred[-2:] if pred not in ("eq", "ne") else pred](*args)
+            elif isinstance(op, arith.CmpfOp):
+                pred = CMPF[op.predicate.value.data]
+                a, b = args
+                nan = pymath.isnan(a) or pymath.isnan(b)
+                if pred in ("true", "false"):
+                    env[result] = pred == "true"
+                elif pred in ("ord", "uno"):
+                    env[result] = nan == (pred == "uno")
+                else:
+                    env[result] = (pred[0] == "u") if nan else _CMP[pred[1:]](a, b)
+            elif isinstance(op, arith.SelectOp):
+                env[result] = args[1] if args[0] else args[2]
+            elif isinstance(op, memref.LoadOp):
+                buf = env[op.memref]
+                off = buf.offset([env[i] for i in op.indices])
+                if buf.tracked:
+                    self.phase_ref[0].read(buf, off, self.thread, self.where)
+                value = buf.flat[off]
+                env[result] = float(value) if buf.flat.dtype.kind == "f" else int(value)
+            elif isinstance(op, (gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)):
+                kind = {gpu.ThreadIdOp: "t", gpu.BlockIdOp: "b", gpu.BlockDimOp: "nt", gpu.GridDimOp: "nb"}[type(op)]
+                table = self.ids if kind in ("t", "b") else self.dims
+                env[result] = table[kind.lstrip("n") + op.dimension.data.value]
+            elif name in ("arith.index_cast", "arith.extsi", "arith.extui", "arith.trunci", "arith.fptosi", "arith.fptoui"):
+                env[result] = int(args[0])
+            elif name in ("arith.sitofp", "arith.uitofp", "arith.extf", "arith.truncf"):
+                env[result] = float(args[0])
+            else:
+                raise EmulationError(f"{self.where}: the emulator does not support '{name}'")
+        return []
+
+
+def emulate_kernel(kernel: func.FuncOp, buffers: Sequence[np.ndarray]) -> None:
+    """Run a GPU-lowered kernel on ``buffers`` (modified in place)."""
+    name = kernel.sym_name.data
+    grid = kernel.attributes["gpu.grid"].get_values()  # type: ignore[union-attr]
+    threads = kernel.attributes["gpu.block"].get_values()  # type: ignore[union-attr]
+    args = kernel.body.block.args
+    dims = {f"{k}{d}": n for k, ext in (("b", grid), ("t", threads)) for d, n in zip("xyz", ext)}
+    for bz in range(grid[2]):
+        for by in range(grid[1]):
+            for bx in range(grid[0]):
+                shared: dict[int, _Buffer] = {}
+                phase = [_Phase()]
+                globals_ = {a: _Buffer(buf, a.type, True) for a, buf in zip(args, buffers)}
+                gens = []
+                for tz in range(threads[2]):
+                    for ty in range(threads[1]):
+                        for tx in range(threads[0]):
+                            ids = {"bx": bx, "by": by, "bz": bz, "tx": tx, "ty": ty, "tz": tz}
+                            t = _Thread(name, ids, dims, shared, phase, len(gens))
+                            gens.append(t.run(kernel.body.block, dict(globals_)))
+                while gens:
+                    states = []
+                    for g in gens:
+                        try:
+                            next(g)
+                            states.append(True)
+                        except StopIteration:
+                            states.append(False)
+                    if any(states) and not all(states):
+                        raise EmulationError(f"kernel @{name}: divergent barrier in block ({bx}, {by}, {bz})")
+                    if not any(states):
+                        break
+                    phase[0] = _Phase()
+
+
+def emulate(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str = "main") -> list[np.ndarray]:
+    """Run a GPU-lowered module's host function ``entry`` with emulated kernels."""
+    from dlc.lowering.lower_to_gpu import is_host, is_kernel
+    from dlc.weights import lookup_weight
+
+    kernels = {op.sym_name.data: op for op in module.ops if is_kernel(op)}
+    host = next(op for op in module.ops if is_host(op) and op.sym_name.data == entry)
+    env: dict[SSAValue, np.ndarray] = {}
+    block = host.body.block
+    num_inputs = host.attributes["tloop.num_inputs"].value.data  # type: ignore[union-attr]
+    outputs = []
+    for arg in block.args:
+        t = arg.type
+        if arg.index < num_inputs:
+            env[arg] = np.array(inputs[arg.index], dtype=numpy_dtype(t.element_type))
+        else:
+            env[arg] = np.zeros(t.get_shape(), numpy_dtype(t.element_type))
+            outputs.append(env[arg])
+    for op in block.ops:
+        if isinstance(op, gpu.AllocOp):
+            t = op.result.type
+            env[op.result] = np.full(t.get_shape(), np.nan) .astype(numpy_dtype(t.element_type)) if not isinstance(t.element_type, IntegerType) else np.zeros(t.get_shape(), numpy_dtype(t.element_type))
+        elif isinstance(op, gpu.MemcpyOp):
+            env[op.dst][...] = env[op.src]
+        elif isinstance(op, WeightOp):
+            env[op.buffer] = np.asarray(lookup_weight(op, op.weight_name.data))
+        elif isinstance(op, gpu.LaunchFuncOp):
+            kernel = kernels[op.kernel.root_reference.data]
+            emulate_kernel(kernel, [env[v] for v in op.kernelOperands])
+        elif isinstance(op, (gpu.DeallocOp, arith.ConstantOp, func.ReturnOp)):
+            continue
+        else:
+            raise EmulationError(f"host @{entry}: the emulator does not support '{op.name}'")
+    return outputs

@@ -1,0 +1,164 @@
+"""``build(module) -> callable``: compile the CUDA C of a module with nvcc into a shared
+library and run its host entry through ctypes (the CUDA runtime is linked statically).
+
+Errors name what is missing: nvcc, the CUDA driver, or a GPU. The callable takes
+the host function's inputs as numpy arrays and returns its outputs; weights come
+from the module's weights store (``dlc.weights``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp
+
+from dlc.backends.cuda.cuda_c import emit_cuda
+from dlc.dialects.graph_base import numpy_dtype
+
+NVCC_CANDIDATES = ("nvcc", "/usr/local/cuda/bin/nvcc", "/usr/local/bin/nvcc")
+
+
+class CudaBuildError(Exception):
+    """nvcc, the driver or the GPU is missing, or compiling/running failed (one line)."""
+
+
+def find_nvcc() -> str | None:
+    for candidate in NVCC_CANDIDATES:
+        path = shutil.which(candidate)
+        if path:
+            return path
+    return None
+
+
+def compile_shared_library(source: str, arch: str = "sm_90", cache_dir: str | None = None) -> str:
+    nvcc = find_nvcc()
+    if nvcc is None:
+        raise CudaBuildError("cuda build: nvcc not found (install the CUDA toolkit or put nvcc on PATH)")
+    cache_dir = cache_dir or os.path.join(tempfile.gettempdir(), "dlc-cuda-cache")
+    os.makedirs(cache_dir, exist_ok=True)
+    digest = hashlib.sha256(f"{arch}\n{source}".encode()).hexdigest()[:20]
+    lib = os.path.join(cache_dir, f"dlc_{digest}.so")
+    if os.path.exists(lib):
+        return lib
+    src = os.path.join(cache_dir, f"dlc_{digest}.cu")
+    with open(src, "w") as f:
+        f.write(source)
+    cmd = [nvcc, "-O3", f"-arch={arch}", "-shared", "-Xcompiler", "-fPIC", "-o", lib + ".tmp", src]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        errors = [ln for ln in proc.stderr.splitlines() if "error" in ln] or proc.stderr.splitlines()
+        raise CudaBuildError(f"cuda build: nvcc failed on {src}: {errors[0] if errors else proc.returncode}")
+    os.replace(lib + ".tmp", lib)
+    return lib
+
+
+class CudaProgram:
+    """A compiled host function: ``program(*inputs) -> list of outputs``."""
+
+    def __init__(self, lib_path: str, host: func.FuncOp, weights: list[np.ndarray]):
+        self.lib_path = lib_path
+        self.name = host.sym_name.data
+        self.lib = ctypes.CDLL(lib_path)
+        self.entry = getattr(self.lib, f"dlc_{self.name}")
+        self.entry.restype = ctypes.c_int
+        self.lib.dlc_cuda_error_string.restype = ctypes.c_char_p
+        num_inputs = host.attributes["tloop.num_inputs"].value.data  # type: ignore[union-attr]
+        types = [arg.type for arg in host.body.block.args]
+        assert all(isinstance(t, MemRefType) for t in types)
+        self.input_types = types[:num_inputs]
+        self.output_types = types[num_inputs:]
+        self.weights = weights
+        self.weight_table = (ctypes.c_void_p * max(1, len(weights)))(
+            *[w.ctypes.data for w in weights] or [None]
+        )
+
+    def device_count(self) -> int:
+        return int(self.lib.dlc_cuda_device_count())
+
+    def check_device(self) -> None:
+        count = self.device_count()
+        if count > 0:
+            return
+        if count == 0:
+            raise CudaBuildError("cuda build: no CUDA GPU found (cudaGetDeviceCount returned 0)")
+        reason = self.lib.dlc_cuda_error_string(-count).decode()
+        what = "CUDA driver" if -count in (35, 34) else "GPU"
+        raise CudaBuildError(f"cuda build: no usable {what}: {reason}")
+
+    def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        if len(inputs) != len(self.input_types):
+            raise CudaBuildError(f"@{self.name} takes {len(self.input_types)} inputs, got {len(inputs)}")
+        self.check_device()
+        args: list[np.ndarray] = []
+        for k, (value, type_) in enumerate(zip(inputs, self.input_types)):
+            shape = tuple(type_.get_shape())
+            value = np.ascontiguousarray(value, dtype=numpy_dtype(type_.element_type))
+            if value.shape != shape:
+                raise CudaBuildError(f"@{self.name}: input #{k} has shape {value.shape}, expected {shape}")
+            args.append(value)
+        outputs = [
+            np.empty(tuple(t.get_shape()), dtype=numpy_dtype(t.element_type)) for t in self.output_types
+        ]
+        pointers = [ctypes.c_void_p(a.ctypes.data) for a in args + outputs]
+        code = self.entry(*pointers, self.weight_table)
+        if code != 0:
+            reason = self.lib.dlc_cuda_error_string(code).decode()
+            raise CudaBuildError(f"@{self.name}: CUDA error {code}: {reason}")
+        return outputs
+
+
+def build(
+    module: ModuleOp,
+    entry: str | None = None,
+    arch: str = "sm_90",
+    cache_dir: str | None = None,
+    require_device: bool = True,
+) -> CudaProgram:
+    """Compile ``module`` (loop level) and return its host function ``entry`` as a callable.
+
+    With ``require_device`` (default) a missing driver/GPU is reported here;
+    otherwise only when the program is called.
+    """
+    from dlc.lowering.lower_to_gpu import is_host
+    from dlc.weights import store_of
+
+    source = emit_cuda(module)
+    hosts = [op for op in module.ops if is_host(op)]
+    if not hosts:
+        raise CudaBuildError("cuda build: the module has no host function (tloop.host)")
+    host = next((h for h in hosts if h.sym_name.data == (entry or "main")), None)
+    if host is None:
+        if entry is not None:
+            raise CudaBuildError(f"cuda build: no host function @{entry}")
+        host = hosts[0]
+    from dlc.dialects.tloop import WeightOp
+
+    store = store_of(module, create=False)
+    weights = []
+    for op in host.body.block.ops:  # same order as the host entry's weights array
+        if not isinstance(op, WeightOp):
+            continue
+        name, type_ = op.weight_name.data, op.buffer.type
+        if store is None or name not in store:
+            raise CudaBuildError(f"cuda build: weight \"{name}\" is not in the module's weights store")
+        array = np.ascontiguousarray(store[name], dtype=numpy_dtype(type_.element_type))
+        if array.shape != tuple(type_.get_shape()):
+            raise CudaBuildError(f"cuda build: weight \"{name}\" has shape {array.shape}, expected {type_}")
+        weights.append(array)
+    lib = compile_shared_library(source, arch, cache_dir)
+    program = CudaProgram(lib, host, weights)
+    if require_device:
+        program.check_device()
+    return program
+
+
+def run(module: ModuleOp, inputs: Sequence[np.ndarray], **kwargs) -> list[np.ndarray]:
+    return build(module, **kwargs)(*inputs)

@@ -1,0 +1,168 @@
+"""llvm dialect (xDSL) -> llvmlite IR module.
+
+Why a wrapper around xDSL's ``xdsl.backend.llvm.convert``: its per-op
+``convert_op`` covers every op `lower-to-llvm` emits, so it is reused as is; but
+its module/function drivers drop what we need: ``llvm.loop`` metadata on latch
+branches (vectorize/unroll hints), function linkage (outlined parallel bodies
+are internal), and renaming of weight symbols (each compiled model binds its
+own arrays in the process-wide JIT symbol table, so the names must be unique).
+This module is that driver (~100 lines); xDSL's `_declare_func` and
+`_convert_global` are reused for declarations and globals.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import llvmlite.ir as ir
+from xdsl.backend.llvm.convert import _convert_global, _declare_func
+from xdsl.backend.llvm.convert_op import convert_op
+from xdsl.backend.llvm.convert_type import convert_type
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
+from xdsl.ir import Block, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
+
+from dlc.lowering.lower_to_llvm import LOOP_ATTR, VECTOR_WIDTH_ATTR, WEIGHT_ATTR
+
+_UNIQUE = itertools.count()
+
+
+class TranslationError(DiagnosticException):
+    """An llvm-dialect construct the translator cannot express in llvmlite."""
+
+
+@dataclass
+class Translation:
+    """The llvmlite module plus what the JIT/exporter must know about it."""
+
+    module: ir.Module
+    # weight name -> symbol of the external global holding it
+    weight_symbols: dict[str, str] = field(default_factory=dict)
+    # host functions: name -> number of inputs (the rest of the arguments are outputs)
+    hosts: dict[str, int] = field(default_factory=dict)
+
+
+def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | None = None,
+              data_layout: str = "") -> Translation:
+    """Translate a module of llvm-dialect ops to llvmlite.
+
+    Weight globals are renamed ``__dlc_w<unique>_<i>`` so that several compiled
+    modules can live in one process. ``metadata_json`` (if given) becomes the
+    exported constant ``dlc_metadata`` (a NUL-terminated string).
+    """
+    from llvmlite import binding
+
+    llmod = ir.Module()
+    llmod.triple = triple or binding.get_default_triple()
+    if data_layout:
+        llmod.data_layout = data_layout
+    out = Translation(llmod)
+    prefix = f"__dlc_w{next(_UNIQUE)}_"
+    renames: dict[str, str] = {}
+
+    globals_, funcs = [], []
+    for op in module.ops:
+        if isinstance(op, llvm.GlobalOp):
+            globals_.append(op)
+        elif isinstance(op, llvm.FuncOp):
+            funcs.append(op)
+        else:
+            raise TranslationError(
+                f"llvm translation: '{op.name}' at module level is not an llvm op; "
+                "run lower-to-llvm first"
+            )
+    for op in globals_:
+        name = op.sym_name.data
+        if WEIGHT_ATTR in op.attributes:
+            weight = op.attributes[WEIGHT_ATTR]
+            assert isinstance(weight, StringAttr)
+            new_name = prefix + name.rsplit("_", 1)[-1]
+            renames[name] = new_name
+            out.weight_symbols[weight.data] = new_name
+            gvar = ir.GlobalVariable(llmod, convert_type(op.global_type), name=new_name)
+            gvar.linkage = "external"
+            continue
+        _convert_global(op, llmod)
+    for op in funcs:
+        _declare_func(op, llmod)
+        fn = llmod.get_global(op.sym_name.data)
+        linkage = op.linkage.linkage.data if op.linkage is not None else "external"
+        if linkage != "external":
+            fn.linkage = linkage
+        if "tloop.host" in op.attributes:
+            out.hosts[op.sym_name.data] = op.attributes["tloop.num_inputs"].value.data
+    for op in funcs:
+        if op.body.blocks:
+            _convert_function(op, llmod, renames)
+    if metadata_json is not None:
+        raw = bytearray(metadata_json.encode() + b"\0")
+        array_type = ir.ArrayType(ir.IntType(8), len(raw))
+        gvar = ir.GlobalVariable(llmod, array_type, name="dlc_metadata")
+        gvar.global_constant = True
+        gvar.initializer = ir.Constant(array_type, raw)
+    return out
+
+
+def _loop_metadata(llmod: ir.Module, kind: str, width: int) -> ir.values.MDValue:
+    """A fresh, self-referential ``llvm.loop`` node (one per loop: loop IDs must be distinct)."""
+    if kind == "vectorized":
+        # a width hint, not vectorize.enable: LLVM uses the width when vectorizing is legal,
+        # and a loop it cannot vectorize (a libm call, an in-order float reduction) stays
+        # scalar without a "transformation not performed" warning on every compile
+        props = [llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.vectorize.width"),
+                                     ir.Constant(ir.IntType(32), width)])]
+    elif kind == "unrolled":
+        props = [llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.unroll.full")])]
+    else:
+        raise TranslationError(f"llvm translation: unknown loop kind '{kind}' on a latch branch")
+    node = ir.values.MDValue(llmod, [], name=str(len(llmod.metadata)))
+    node.operands = (node, *props)
+    return node
+
+
+def _convert_function(op: llvm.FuncOp, llmod: ir.Module, renames: dict[str, str]) -> None:
+    fn = llmod.get_global(op.sym_name.data)
+    block_map: dict[Block, ir.Block] = {}
+    val_map: dict[SSAValue, ir.Value] = {}
+    for i, block in enumerate(op.body.blocks):
+        block_map[block] = fn.append_basic_block(name=f"bb{i}")
+        if i == 0:
+            val_map.update(zip(block.args, fn.args))
+    for i, block in enumerate(op.body.blocks):
+        if i and block.args:
+            builder = ir.IRBuilder(block_map[block])
+            for arg in block.args:
+                val_map[arg] = builder.phi(convert_type(arg.type))
+    for block in op.body.blocks:
+        builder = ir.IRBuilder(block_map[block])
+        if block_map[block].instructions:
+            builder.position_after(block_map[block].instructions[-1])
+        for inner in block.ops:
+            if isinstance(inner, llvm.AddressOfOp):
+                name = inner.global_name.root_reference.data
+                val_map[inner.result] = llmod.get_global(renames.get(name, name))
+                continue
+            if isinstance(inner, llvm.StoreOp):
+                _store(builder, val_map[inner.value], val_map[inner.ptr])
+                continue
+            try:
+                convert_op(inner, builder, val_map, block_map)
+            except NotImplementedError as err:
+                raise TranslationError(
+                    f"llvm translation: '{inner.name}' in @{op.sym_name.data}: {err}"
+                ) from None
+            kind = inner.attributes.get(LOOP_ATTR)
+            if isinstance(inner, llvm.BrOp) and isinstance(kind, StringAttr):
+                width = inner.attributes.get(VECTOR_WIDTH_ATTR)
+                lanes = width.value.data if isinstance(width, IntegerAttr) else 8
+                builder.block.instructions[-1].set_metadata("llvm.loop", _loop_metadata(llmod, kind.data, lanes))
+
+
+def _store(builder: ir.IRBuilder, value: ir.Value, ptr: ir.Value) -> None:
+    """A store through any pointer: llvmlite still type-checks its typed pointers
+    (e.g. a GEP into a struct keeps the struct's pointer type), LLVM itself does not."""
+    store = ir.instructions.StoreInstr(builder.block, value, ptr)
+    store.align = None
+    builder._insert(store)

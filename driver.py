@@ -1,0 +1,365 @@
+"""`dlc.compile`: source -> native code you can call with numpy arrays.
+
+Pipeline (each stage timed in ``CompiledModule.timings``)::
+
+    parse/import -> fold-constant -> legalize -> lower-to-loops
+      -> default schedules -> lower-to-llvm -> llvmlite (O3) -> MCJIT
+
+A source may be graph-level IR, loop-level IR (tloop kernels + host
+functions) or llvm-dialect IR; stages it no longer needs are skipped. Each call
+of the compiled module is one native call of the host function (no per-kernel
+Python); ``export(path)`` writes a shared library that ``dlc.runtime.load``
+runs with only numpy + ctypes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from contextlib import contextmanager
+
+import numpy as np
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, TensorType
+from xdsl.utils.exceptions import DiagnosticException
+
+from dlc.runtime.native import EntryPoint, NativeModule, Spec, metadata_json
+from dlc.weights import attach, load_for_module, store_of
+
+HOST_ATTR = "tloop.host"
+NUM_INPUTS_ATTR = "tloop.num_inputs"
+GRAPH_PASSES = ("fold-constant", "legalize")
+
+
+class CompileError(DiagnosticException):
+    """A one-line reason why a source did not compile (stage and place named)."""
+
+
+# ---------------------------------------------------------------------------
+# loading
+# ---------------------------------------------------------------------------
+
+
+def load_module(source) -> ModuleOp:
+    """MLIR text, a path to .mlir/.onnx, an onnx.ModelProto or a ModuleOp -> a private ModuleOp."""
+    if isinstance(source, ModuleOp):
+        clone = source.clone()
+        store = store_of(source, create=False)
+        if store is not None:
+            attach(clone, store)
+        return clone
+    if isinstance(source, (str, os.PathLike)) and _looks_like_path(source):
+        path = os.fspath(source)
+        if not os.path.exists(path):
+            raise CompileError(f"{path}: no such file")
+        if path.endswith(".onnx"):
+            return _import_onnx(path)
+        with open(path) as f:
+            return _parse(f.read(), path)
+    if isinstance(source, str):
+        return _parse(source, None)
+    if type(source).__name__ == "ModelProto":
+        return _import_onnx(source)
+    raise CompileError(f"cannot compile a {type(source).__name__}: expected MLIR text, a path, "
+                       "an onnx.ModelProto or a ModuleOp")
+
+
+def _looks_like_path(source) -> bool:
+    text = os.fspath(source)
+    return "\n" not in text and "{" not in text and (
+        text.endswith((".mlir", ".onnx")) or os.path.exists(text))
+
+
+def _parse(text: str, path: str | None) -> ModuleOp:
+    from xdsl.parser import Parser
+    from xdsl.utils.exceptions import ParseError
+
+    from dlc.context import make_context
+
+    try:
+        module = Parser(make_context(), text, name=path or "<source>").parse_module()
+    except ParseError as err:
+        loc = err.span.get_location()
+        raise CompileError(f"{loc.file}:{loc.line}:{loc.col}: {err.msg}") from None
+    except DiagnosticException as err:
+        raise CompileError(f"{path or '<source>'}: {err}") from None
+    if path is not None:
+        load_for_module(module, path)
+    return module
+
+
+def _import_onnx(source) -> ModuleOp:
+    try:
+        from dlc.frontends.onnx import import_model
+    except ImportError:
+        raise CompileError("ONNX import is not available (dlc.frontends.onnx is missing)") from None
+    return import_model(source)
+
+
+# ---------------------------------------------------------------------------
+# entry-point specs (the ABI's metadata)
+# ---------------------------------------------------------------------------
+
+
+def _numpy_dtype(element_type) -> np.dtype:
+    from dlc.dialects.graph_base import numpy_dtype
+
+    return numpy_dtype(element_type)
+
+
+def _spec(name: str, type_) -> Spec:
+    if not isinstance(type_, (TensorType, MemRefType)):
+        raise CompileError(f"entry argument '{name}' has type {type_}; expected a tensor or memref")
+    return name, tuple(int(d) for d in type_.get_shape()), _numpy_dtype(type_.element_type)
+
+
+def entry_specs(module: ModuleOp) -> dict[str, tuple[list[Spec], list[Spec]]]:
+    """Inputs/outputs of each function that becomes an exported entry point."""
+    entries: dict[str, tuple[list[Spec], list[Spec]]] = {}
+    for op in module.ops:
+        if isinstance(op, func.FuncOp) and not op.is_declaration:
+            name = op.sym_name.data
+            args = op.body.block.args
+            if HOST_ATTR in op.attributes:
+                n_in = op.attributes[NUM_INPUTS_ATTR].value.data
+                ins = [_spec(a.name_hint or f"input{i}", a.type) for i, a in enumerate(args[:n_in])]
+                outs = [_spec(a.name_hint or f"output{i}", a.type) for i, a in enumerate(args[n_in:])]
+            elif "tloop.kernel" in op.attributes:
+                continue
+            else:
+                ins = [_spec(_name(op.arg_attrs, i) or a.name_hint or f"input{i}", a.type)
+                       for i, a in enumerate(args)]
+                outs = [_spec(_name(op.res_attrs, i) or f"output{i}", t)
+                        for i, t in enumerate(op.function_type.outputs.data)]
+            entries[name] = (ins, outs)
+    return entries
+
+
+def _name(attrs, index: int) -> str | None:
+    """The ``dlc.name`` an importer gave argument/result ``index`` (ONNX tensor names)."""
+    if attrs is None or index >= len(attrs.data):
+        return None
+    name = attrs.data[index].data.get("dlc.name")
+    return name.data if isinstance(name, StringAttr) else None
+
+
+def _default_entry(entries: dict, entry: str | None) -> str:
+    if entry is not None:
+        if entry not in entries:
+            raise CompileError(f"no function named @{entry} (have {', '.join(entries) or 'none'})")
+        return entry
+    if not entries:
+        raise CompileError("the module has no function to compile")
+    return "main" if "main" in entries else next(iter(entries))
+
+
+def metadata_for(module: ModuleOp, entry: str | None = None, num_threads: int | None = None) -> str | None:
+    """JSON metadata of ``module``'s entry points, or None for llvm-dialect input."""
+    entries = entry_specs(module)
+    if not entries:
+        return None
+    meta = metadata_json(entries, _default_entry(entries, entry))
+    if num_threads is not None:
+        import json
+
+        data = json.loads(meta)
+        data["num_threads"] = num_threads
+        meta = json.dumps(data)
+    return meta
+
+
+# ---------------------------------------------------------------------------
+# the pipeline
+# ---------------------------------------------------------------------------
+
+
+def _level(module: ModuleOp) -> str:
+    if any(op.name.startswith("graph.") for op in module.walk()):
+        return "graph"
+    if any(isinstance(op, func.FuncOp) for op in module.ops):
+        return "loops"
+    return "llvm"
+
+
+def _run_pass(name: str, module: ModuleOp, required: bool) -> bool:
+    from dlc.context import make_context
+    from dlc.passes import PASSES
+
+    try:
+        pass_cls = PASSES[name]()
+    except (KeyError, ImportError, AttributeError):
+        if required:
+            raise CompileError(f"pass '{name}' is not available in this build") from None
+        return False
+    try:
+        pass_cls().apply(make_context(), module)
+    except DiagnosticException as err:
+        raise CompileError(_one_line(err, name)) from None
+    return True
+
+
+def _one_line(err: Exception, stage: str) -> str:
+    text = str(err).strip().splitlines()
+    msg = text[0] if text else type(err).__name__
+    return msg if msg.startswith(stage) else f"{stage}: {msg}"
+
+
+def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = None) -> None:
+    """Run the stages ``module`` still needs to reach the llvm dialect (in place)."""
+    timings = timings if timings is not None else {}
+    if _level(module) == "graph":
+        for name in GRAPH_PASSES:
+            with _timed(timings, name):
+                _run_pass(name, module, required=False)
+        with _timed(timings, "lower-to-loops"):
+            _run_pass("lower-to-loops", module, required=True)
+        with _timed(timings, "schedule"):
+            _apply_default_schedules(module)
+    if _level(module) == "loops":
+        with _timed(timings, "lower-to-llvm"):
+            _run_pass("lower-to-llvm", module, required=True)
+    try:
+        module.verify()
+    except DiagnosticException as err:
+        raise CompileError(_one_line(err, "lower-to-llvm (verify)")) from None
+
+
+def _apply_default_schedules(module: ModuleOp) -> None:
+    try:
+        from dlc.lowering.schedule import apply_default_schedules
+    except ImportError:
+        return
+    try:
+        apply_default_schedules(module)
+    except DiagnosticException as err:
+        raise CompileError(_one_line(err, "schedule")) from None
+
+
+@contextmanager
+def _timed(timings: dict[str, float], stage: str):
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
+
+
+# ---------------------------------------------------------------------------
+# compiled modules
+# ---------------------------------------------------------------------------
+
+
+class CompiledModule:
+    """A JIT-compiled model: ``module(*arrays) -> list[np.ndarray]``.
+
+    Attributes: ``input_specs``/``output_specs`` (default entry, lists of
+    ``(name, shape, dtype)``), ``timings`` (stage -> seconds), ``llvm_ir``
+    (unoptimized LLVM IR text), ``optimized_llvm_ir``; ``run(entry, *arrays)``
+    calls another entry point; ``export(path)`` writes a shared library.
+    """
+
+    def __init__(self, native: NativeModule, jit, llvm_ir: str, weights: dict[str, np.ndarray],
+                 timings: dict[str, float], num_threads: int | None):
+        self._native = native
+        self._jit = jit
+        self.llvm_ir = llvm_ir
+        self._weights = weights
+        self.timings = timings
+        self._num_threads = num_threads
+
+    def __call__(self, *arrays, outputs=None) -> list[np.ndarray]:
+        return self._native(*arrays, outputs=outputs)
+
+    def run(self, entry: str, *arrays, outputs=None) -> list[np.ndarray]:
+        return self._native.run(entry, *arrays, outputs=outputs)
+
+    @property
+    def input_specs(self) -> list[Spec]:
+        return self._native.input_specs
+
+    @property
+    def output_specs(self) -> list[Spec]:
+        return self._native.output_specs
+
+    @property
+    def entries(self) -> list[str]:
+        return list(self._native.entries)
+
+    @property
+    def optimized_llvm_ir(self) -> str:
+        return self._jit.optimized_ir
+
+    def set_num_threads(self, n: int) -> None:
+        self._native.set_num_threads(n)
+
+    def export(self, path: str) -> str:
+        """Write a shared library (weights embedded) loadable by ``dlc.runtime.load``."""
+        from dlc.backends.llvm.export import ExportError, export_shared_library
+
+        start = time.perf_counter()
+        try:
+            export_shared_library(self.llvm_ir, self._weights, path)
+        except ExportError as err:
+            raise CompileError(str(err)) from None
+        self.timings["export"] = time.perf_counter() - start
+        return path
+
+
+def compile(source, target: str = "llvm", entry: str | None = None,
+            num_threads: int | None = None, opt: int = 3) -> CompiledModule:
+    """Compile ``source`` (MLIR text, .mlir/.onnx path, onnx.ModelProto, ModuleOp) for the host CPU.
+
+    ``num_threads``: threads for parallel loops (default: env ``DLC_NUM_THREADS``,
+    else all cores). ``entry``: the default entry point (default ``@main`` or the
+    first function).
+    """
+    if target != "llvm":
+        raise CompileError(f"unknown target '{target}' (dlc.compile supports 'llvm')")
+    if num_threads is not None and num_threads < 0:
+        raise CompileError(f"num_threads must be >= 0, got {num_threads}")
+    from dlc.backends.llvm.jit import JITError, JITModule
+    from dlc.backends.llvm.translate import TranslationError, translate
+
+    timings: dict[str, float] = {}
+    with _timed(timings, "load"):
+        module = load_module(source)
+    entries = entry_specs(module)
+    if not entries:
+        raise CompileError("the module has no function to compile (llvm-dialect input has no "
+                           "entry-point metadata: compile graph- or loop-level IR)")
+    default = _default_entry(entries, entry)
+    meta = metadata_for(module, default, num_threads)
+    lower_to_llvm_dialect(module, timings)
+    with _timed(timings, "translate"):
+        try:
+            translation = translate(module, meta)
+        except (TranslationError, NotImplementedError) as err:
+            raise CompileError(_one_line(err, "llvm translation")) from None
+        llvm_ir = str(translation.module)
+    weights = _bind_weights(module, translation.weight_symbols)
+    with _timed(timings, "llvm-jit"):
+        try:
+            jit = JITModule(llvm_ir, weights, opt=opt)
+        except JITError as err:
+            raise CompileError(str(err)) from None
+    points = {
+        name: EntryPoint(name, jit.address(name), ins, outs) for name, (ins, outs) in entries.items()
+    }
+    native = NativeModule(points, default, jit.address("dlc_set_num_threads"), keepalive=jit)
+    if num_threads is not None:
+        native.set_num_threads(num_threads)
+    return CompiledModule(native, jit, llvm_ir, weights, timings, num_threads)
+
+
+def _bind_weights(module: ModuleOp, symbols: dict[str, str]) -> dict[str, np.ndarray]:
+    """symbol -> C-contiguous array of the weights-store entry it stands for."""
+    if not symbols:
+        return {}
+    store = store_of(module, create=False)
+    out = {}
+    for name, symbol in symbols.items():
+        if store is None or name not in store:
+            raise CompileError(f"weight \"{name}\" is not in the module's weights store")
+        out[symbol] = np.ascontiguousarray(store[name])
+    return out
+

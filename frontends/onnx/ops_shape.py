@@ -1,0 +1,612 @@
+"""Converters for ONNX data-movement and shape ops (Reshape, Slice, Pad, Resize,
+Shape, Range, Tile, DepthToSpace, Constant...).
+
+Ops whose output shape depends on an input's value read it at compile time
+(``ctx.const_ints``): an initializer, a Constant node, or a value folded from
+static shapes (``Shape`` of a static tensor is a constant)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from dlc.dialects import graph as g
+from dlc.dialects.graph_base import element_type_of, numpy_dtype
+from dlc.frontends.onnx.errors import OnnxImportError
+from dlc.frontends.onnx.importer import ImportContext, Node, Tensor, graph_element_type
+from dlc.frontends.onnx.registry import converts
+
+
+def reshape(ctx: ImportContext, x: Tensor, shape) -> Tensor:
+    shape = [int(d) for d in shape]
+    if list(x.shape) == shape:
+        return x
+    return ctx.emit(g.ReshapeOp, x, shape=shape)
+
+
+def transpose(ctx: ImportContext, x: Tensor, perm) -> Tensor:
+    perm = [int(p) for p in perm]
+    if perm == list(range(len(perm))):
+        return x
+    return ctx.emit(g.TransposeOp, x, perm=perm)
+
+
+def _axes(node: Node, ctx: ImportContext, input_index: int, attr_opset: int, what="axes"):
+    """``axes`` from the attribute (before ``attr_opset``) or from an input."""
+    if node.opset < attr_opset:
+        value = node.attr(what)
+        return None if value is None else [int(a) for a in value]
+    t = node.input(input_index)
+    return None if t is None else ctx.const_ints(t, what)
+
+
+@converts("Identity")
+def convert_identity(node: Node, ctx: ImportContext):
+    return [node.input(0)]
+
+
+@converts("Dropout")
+def convert_dropout(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    training = node.input(2)
+    if training is not None and bool(np.asarray(ctx.const_of(training, "training_mode")).reshape(-1)[0]):
+        raise ctx.error("training_mode=true is not supported (inference only)")
+    outs = [x]
+    if node.num_outputs > 1:
+        outs.append(ctx.constant(np.ones(x.shape, dtype=np.bool_), name=node.proto.output[1]))
+    return outs
+
+
+@converts("Constant")
+def convert_constant(node: Node, ctx: ImportContext):
+    for key in ("value", "value_float", "value_floats", "value_int", "value_ints"):
+        if key in node.attrs:
+            value = node.attrs[key]
+            if key in ("value_float", "value_floats"):
+                array = np.asarray(value, dtype=np.float32)
+            elif key in ("value_int", "value_ints"):
+                array = np.asarray(value, dtype=np.int64)
+            else:
+                array = np.asarray(value)
+            return [ctx.constant(array, name=node.proto.output[0])]
+    kinds = ", ".join(sorted(node.attrs)) or "none"
+    raise ctx.error(f"unsupported constant kind (attributes: {kinds})")
+
+
+@converts("ConstantOfShape")
+def convert_constant_of_shape(node: Node, ctx: ImportContext):
+    shape = ctx.const_ints(node.input(0), "shape")
+    value = node.attr("value")
+    fill = np.zeros(1, dtype=np.float32) if value is None else np.asarray(value).reshape(-1)
+    return [ctx.constant(np.full(shape, fill[0], dtype=fill.dtype), name=node.proto.output[0])]
+
+
+@converts("Shape")
+def convert_shape(node: Node, ctx: ImportContext):
+    shape = list(node.input(0).shape)
+    rank = len(shape)
+    start = node.attr("start", 0)
+    end = node.attr("end", rank)
+    start = min(max(start + rank if start < 0 else start, 0), rank)
+    end = min(max(end + rank if end < 0 else end, 0), rank)
+    return [ctx.constant(np.asarray(shape[start:end], dtype=np.int64), name=node.proto.output[0])]
+
+
+@converts("Size")
+def convert_size(node: Node, ctx: ImportContext):
+    size = math.prod(node.input(0).shape)
+    return [ctx.constant(np.asarray(size, dtype=np.int64), name=node.proto.output[0])]
+
+
+@converts("EyeLike")
+def convert_eye_like(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    if x.rank != 2:
+        raise ctx.error(f"input must be 2-D, got rank {x.rank}")
+    dtype = x.dtype
+    if "dtype" in node.attrs:
+        dtype = numpy_dtype(graph_element_type(node.attr("dtype"), node.where))
+    eye = np.eye(x.shape[0], x.shape[1], k=node.attr("k", 0), dtype=dtype)
+    return [ctx.constant(eye, name=node.proto.output[0])]
+
+
+@converts("Range")
+def convert_range(node: Node, ctx: ImportContext):
+    start = ctx.const_of(node.input(0), "start")
+    limit = ctx.const_of(node.input(1), "limit")
+    delta = ctx.const_of(node.input(2), "delta")
+    dtype = np.asarray(start).dtype
+    count = max(int(np.ceil((limit - start) / delta)), 0)
+    values = (start + np.arange(count) * delta).astype(dtype)
+    return [ctx.constant(values, name=node.proto.output[0])]
+
+
+@converts("Reshape")
+def convert_reshape(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    if node.opset < 5:
+        target = [int(d) for d in node.attr("shape")]
+    else:
+        target = ctx.const_ints(node.input(1), "shape")
+    allow_zero = node.attr("allowzero", 0)
+    if not allow_zero:
+        for i, d in enumerate(target):
+            if d == 0:
+                if i >= x.rank:
+                    raise ctx.error(f"shape {target} copies dim {i} (0) but the input has rank {x.rank}")
+                target[i] = x.shape[i]
+    return [reshape(ctx, x, target) if target != list(x.shape) else x]
+
+
+@converts("Flatten")
+def convert_flatten(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    axis = node.attr("axis", 1)
+    if axis < 0:
+        axis += x.rank
+    if not 0 <= axis <= x.rank:
+        raise ctx.error(f"axis {node.attr('axis')} is out of range for rank {x.rank}")
+    return [reshape(ctx, x, [math.prod(x.shape[:axis]), math.prod(x.shape[axis:])])]
+
+
+@converts("Transpose")
+def convert_transpose(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    perm = node.attr("perm", list(reversed(range(x.rank))))
+    return [transpose(ctx, x, perm)]
+
+
+@converts("Concat")
+def convert_concat(node: Node, ctx: ImportContext):
+    inputs = [t for t in node.inputs if t is not None]
+    return [ctx.emit(g.ConcatOp, *inputs, axis=int(node.attr("axis", 0)))]
+
+
+@converts("Split")
+def convert_split(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    axis = node.attr("axis", 0)
+    axis = axis + x.rank if axis < 0 else axis
+    if not 0 <= axis < x.rank:
+        raise ctx.error(f"axis {node.attr('axis')} is out of range for rank {x.rank}")
+    if node.opset < 13:
+        sizes = node.attr("split")
+    else:
+        sizes = None if node.input(1) is None else ctx.const_ints(node.input(1), "split")
+    extent = x.shape[axis]
+    count = len(node.proto.output)
+    if sizes is None:
+        pieces = node.attr("num_outputs", count)
+        chunk = -(-extent // pieces)  # the last piece may be smaller (opset 18)
+        sizes = [min(chunk, extent - i * chunk) for i in range(pieces)]
+    outs = ctx.emit_multi(g.SplitOp, x, axis=axis, sizes=[int(s) for s in sizes])
+    return outs
+
+
+@converts("Slice")
+def convert_slice(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    if node.opset < 10:
+        starts, ends = node.attr("starts"), node.attr("ends")
+        axes = node.attr("axes")
+        steps = None
+    else:
+        starts = ctx.const_ints(node.input(1), "starts")
+        ends = ctx.const_ints(node.input(2), "ends")
+        axes = None if node.input(3) is None else ctx.const_ints(node.input(3), "axes")
+        steps = None if node.input(4) is None else ctx.const_ints(node.input(4), "steps")
+    axes = list(range(len(starts))) if axes is None else list(axes)
+    steps = [1] * len(starts) if steps is None else list(steps)
+    return [ctx.emit(g.SliceOp, x, starts=list(starts), ends=list(ends), axes=axes, steps=steps)]
+
+
+@converts("Pad")
+def convert_pad(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    mode = node.attr("mode", "constant")
+    if mode not in ("constant", "reflect", "edge", "wrap"):
+        raise ctx.error(f"pad mode '{mode}' is not supported (constant, reflect, edge, wrap are)")
+    if node.opset < 11:
+        pads = list(node.attr("pads" if node.opset >= 2 else "paddings"))
+        value = float(node.attr("value", 0.0))
+    else:
+        pads = ctx.const_ints(node.input(1), "pads")
+        cv = node.input(2)
+        value = 0.0 if cv is None else float(np.asarray(ctx.const_of(cv, "constant_value")).reshape(-1)[0])
+        axes_t = node.input(3)
+        if axes_t is not None:
+            axes = [a + x.rank if a < 0 else a for a in ctx.const_ints(axes_t, "axes")]
+            full = [0] * (2 * x.rank)
+            for i, a in enumerate(axes):
+                full[a] = pads[i]
+                full[a + x.rank] = pads[i + len(axes)]
+            pads = full
+    if mode == "wrap":
+        return [_pad_wrap(ctx, x, pads)]
+    attrs = {"pads": pads, "mode": mode}
+    if mode == "constant" and value != 0.0:
+        attrs["value"] = value
+    return [ctx.emit(g.PadOp, x, **attrs)]
+
+
+def _pad_wrap(ctx: ImportContext, x: Tensor, pads) -> Tensor:
+    """Circular padding: per axis, the input's last ``begin`` and first ``end``
+    elements are concatenated around it (negative pads crop first)."""
+    y = x
+    rank = x.rank
+    for a in range(rank):
+        begin, end = pads[a], pads[a + rank]
+        n = y.shape[a]
+        if begin < 0 or end < 0:
+            y = _slice_axis(ctx, y, a, max(-begin, 0), n - max(-end, 0))
+            n = y.shape[a]
+            begin, end = max(begin, 0), max(end, 0)
+        if begin > n or end > n:
+            raise ctx.error(f"wrap padding of {max(begin, end)} exceeds the extent {n} of axis {a}")
+        parts = []
+        if begin:
+            parts.append(_slice_axis(ctx, y, a, n - begin, n))
+        parts.append(y)
+        if end:
+            parts.append(_slice_axis(ctx, y, a, 0, end))
+        if len(parts) > 1:
+            y = ctx.emit(g.ConcatOp, *parts, axis=a)
+    return y
+
+
+def _slice_axis(ctx: ImportContext, x: Tensor, axis: int, start: int, stop: int) -> Tensor:
+    return ctx.emit(g.SliceOp, x, starts=[start], ends=[stop], axes=[axis], steps=[1])
+
+
+@converts("Gather")
+def convert_gather(node: Node, ctx: ImportContext):
+    return [ctx.emit(g.GatherOp, node.input(0), node.input(1), axis=int(node.attr("axis", 0)))]
+
+
+@converts("Expand")
+def convert_expand(node: Node, ctx: ImportContext):
+    shape = ctx.const_ints(node.input(1), "shape")
+    return [ctx.emit(g.BroadcastToOp, node.input(0), shape=shape)]
+
+
+@converts("Squeeze")
+def convert_squeeze(node: Node, ctx: ImportContext):
+    axes = _axes(node, ctx, 1, 13)
+    x = node.input(0)
+    if axes is None:
+        return [ctx.emit(g.SqueezeOp, x)]
+    return [ctx.emit(g.SqueezeOp, x, axes=axes)]
+
+
+@converts("Unsqueeze")
+def convert_unsqueeze(node: Node, ctx: ImportContext):
+    axes = _axes(node, ctx, 1, 13)
+    if axes is None:
+        raise ctx.error("missing 'axes'")
+    return [ctx.emit(g.UnsqueezeOp, node.input(0), axes=axes)]
+
+
+@converts("Tile")
+def convert_tile(node: Node, ctx: ImportContext):
+    # x[d0, d1..] -> reshape [1, d0, 1, d1..] -> broadcast [r0, d0, r1, d1..] -> reshape [r0*d0..]
+    x = node.input(0)
+    repeats = ctx.const_ints(node.input(1), "repeats")
+    if len(repeats) != x.rank:
+        raise ctx.error(f"repeats has {len(repeats)} values but the input has rank {x.rank}")
+    interleaved = [v for d in x.shape for v in (1, d)]
+    target = [v for r, d in zip(repeats, x.shape) for v in (r, d)]
+    y = reshape(ctx, x, interleaved)
+    y = ctx.emit(g.BroadcastToOp, y, shape=target)
+    return [reshape(ctx, y, [r * d for r, d in zip(repeats, x.shape)])]
+
+
+@converts("DepthToSpace")
+def convert_depth_to_space(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    b = int(node.required("blocksize"))
+    if x.rank != 4 or x.shape[1] % (b * b):
+        raise ctx.error(f"input must be 4-D with channels divisible by blocksize^2={b * b}, got {list(x.shape)}")
+    n, c, h, w = x.shape
+    if node.attr("mode", "DCR") == "DCR":
+        y = reshape(ctx, x, [n, b, b, c // (b * b), h, w])
+        y = transpose(ctx, y, [0, 3, 4, 1, 5, 2])
+    else:
+        y = reshape(ctx, x, [n, c // (b * b), b, b, h, w])
+        y = transpose(ctx, y, [0, 1, 4, 2, 5, 3])
+    return [reshape(ctx, y, [n, c // (b * b), h * b, w * b])]
+
+
+@converts("SpaceToDepth")
+def convert_space_to_depth(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    b = int(node.required("blocksize"))
+    if x.rank != 4 or x.shape[2] % b or x.shape[3] % b:
+        raise ctx.error(f"input must be 4-D with H and W divisible by blocksize={b}, got {list(x.shape)}")
+    n, c, h, w = x.shape
+    y = reshape(ctx, x, [n, c, h // b, b, w // b, b])
+    crd = node.attr("mode", "DCR") == "CRD"
+    y = transpose(ctx, y, [0, 1, 3, 5, 2, 4] if crd else [0, 3, 5, 1, 2, 4])
+    return [reshape(ctx, y, [n, c * b * b, h // b, w // b])]
+
+
+_RESIZE_COORDS = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
+
+
+def _resize(ctx: ImportContext, x: Tensor, sizes, mode: str, coords: str, nearest_mode: str):
+    if mode not in ("nearest", "linear"):
+        raise ctx.error(f"resize mode '{mode}' is not supported (nearest, linear are)")
+    if coords not in _RESIZE_COORDS:
+        raise ctx.error(f"coordinate_transformation_mode '{coords}' is not supported")
+    attrs = {"sizes": [int(s) for s in sizes], "mode": mode,
+             "coordinate_transformation_mode": coords}
+    if mode == "nearest":
+        attrs["nearest_mode"] = nearest_mode
+    return ctx.emit(g.ResizeOp, x, **attrs)
+
+
+@converts("Resize")
+def convert_resize(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    mode = node.attr("mode", "nearest")
+    if mode == "bilinear":
+        mode = "linear"
+    if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
+        raise ctx.error("keep_aspect_ratio_policy other than 'stretch' is not supported")
+    if node.opset < 11:
+        scales_t, sizes_t, roi_t = node.input(1), None, None
+        coords, nearest_mode = "asymmetric", "floor"
+    else:
+        roi_t, scales_t, sizes_t = node.input(1), node.input(2), node.input(3)
+        coords = node.attr("coordinate_transformation_mode", "half_pixel")
+        nearest_mode = node.attr("nearest_mode", "round_prefer_floor")
+    axes = node.attr("axes")
+    axes = list(range(x.rank)) if axes is None else [a + x.rank if a < 0 else a for a in axes]
+    sizes = list(x.shape)
+    scales = None
+    if sizes_t is not None and (sizes_t.const is None or sizes_t.const.size):
+        for a, s in zip(axes, ctx.const_ints(sizes_t, "sizes")):
+            sizes[a] = s
+    elif scales_t is not None:
+        scales = [1.0] * x.rank
+        for a, s in zip(axes, np.asarray(ctx.const_of(scales_t, "scales"), np.float64).reshape(-1)):
+            scales[a] = float(s)
+            sizes[a] = int(math.floor(x.shape[a] * s))
+    else:
+        raise ctx.error("needs 'scales' or 'sizes'")
+    # graph.resize derives each axis' scale as out/in; an explicit scale that
+    # differs, and the modes it lacks, go through per-axis interpolation matrices
+    inexact = scales is not None and any(
+        abs(s - n / d) > 1e-9 for s, n, d in zip(scales, sizes, x.shape) if d)
+    special = (mode == "cubic" or node.attr("antialias", 0) or node.attr("exclude_outside", 0)
+               or coords not in _RESIZE_COORDS)
+    if node.opset >= 11 and (inexact or special):
+        roi = None
+        if coords == "tf_crop_and_resize":
+            roi = np.asarray(ctx.const_of(roi_t, "roi"), np.float64).reshape(-1)
+            if len(roi) == 2 * len(axes) and len(axes) != x.rank:  # roi over `axes` only
+                full = [0.0] * x.rank + [1.0] * x.rank
+                for i, a in enumerate(axes):
+                    full[a], full[a + x.rank] = roi[i], roi[i + len(axes)]
+                roi = np.asarray(full)
+        return [_resize_by_matrices(node, ctx, x, sizes, scales, roi)]
+    return [_resize(ctx, x, sizes, mode, coords, nearest_mode)]
+
+
+def _resize_by_matrices(node: Node, ctx: ImportContext, x: Tensor, sizes, scales, roi) -> Tensor:
+    """Resize as one matrix product per resized axis: every ONNX Resize mode is
+    separable and linear in the input, so axis a maps through W_a [n_in, n_out],
+    computed at import by onnx's reference Resize on an identity matrix.
+    Positions outside a tf_crop_and_resize roi get extrapolation_value."""
+    if x.dtype.kind != "f":
+        raise ctx.error(f"this Resize configuration needs a float input, got {x.dtype}")
+    extrapolation = float(node.attr("extrapolation_value", 0.0))
+    y = x
+    for a in range(x.rank):
+        scale = None if scales is None else scales[a]
+        axis_roi = None if roi is None else (roi[a], roi[a + x.rank])
+        same = sizes[a] == x.shape[a] and (scale is None or scale == 1.0)
+        if same and (axis_roi is None or tuple(axis_roi) == (0.0, 1.0)):
+            continue
+        weights = _resize_weights(node, x.shape[a], sizes[a], scale, axis_roi, 0.0)
+        perm = [d for d in range(x.rank) if d != a] + [a]
+        inverse = [perm.index(d) for d in range(x.rank)]
+        moved = ctx.emit(g.MatmulOp, transpose(ctx, y, perm), ctx.constant(weights.astype(x.dtype)))
+        if axis_roi is not None and extrapolation != 0.0:
+            outside = _resize_weights(node, x.shape[a], sizes[a], scale, axis_roi, 1.0, zero_input=True)
+            moved = ctx.emit(g.AddOp, moved, ctx.constant((outside[0] * extrapolation).astype(x.dtype)))
+        y = transpose(ctx, moved, inverse)
+    return y
+
+
+def _resize_weights(node: Node, n_in: int, n_out: int, scale, roi, extrapolation: float,
+                    zero_input: bool = False) -> np.ndarray:
+    """[n_in, n_out]: row i is the resize of the unit vector e_i (onnx's reference)."""
+    import onnx
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    keep = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+            "nearest_mode", "antialias")
+    attrs = {k: v for k, v in node.attrs.items() if k in keep}
+    if roi is not None:
+        attrs["extrapolation_value"] = extrapolation
+    inputs = [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [n_in, n_in])]
+    inits = [helper.make_tensor("roi", TensorProto.DOUBLE, [4],
+                                [0.0, roi[0], 1.0, roi[1]] if roi is not None else [0, 0, 1, 1])]
+    if scale is not None:
+        inits.append(helper.make_tensor("scales", TensorProto.FLOAT, [2], [1.0, scale]))
+        names = ["x", "roi", "scales"]
+    else:
+        inits.append(helper.make_tensor("sizes", TensorProto.INT64, [2], [n_in, n_out]))
+        names = ["x", "roi", "", "sizes"]
+    resize = helper.make_node("Resize", names, ["y"], **attrs)
+    graph = helper.make_graph([resize], "w", inputs, [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(node.opset, 11))])
+    feed = np.zeros((n_in, n_in)) if zero_input else np.eye(n_in)
+    (out,) = ReferenceEvaluator(model).run(None, {"x": feed})
+    if out.shape != (n_in, n_out):
+        raise OnnxImportError(f"{node.where}: resize weights have shape {out.shape}, expected {(n_in, n_out)}")
+    return np.asarray(out, dtype=np.float64)
+
+
+@converts("Upsample")
+def convert_upsample(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    if node.opset < 9:
+        scales = node.attr("scales")
+    else:
+        scales = np.asarray(ctx.const_of(node.input(1), "scales")).reshape(-1)
+    sizes = [int(math.floor(d * s)) for d, s in zip(x.shape, scales)]
+    mode = node.attr("mode", "nearest")
+    return [_resize(ctx, x, sizes, "linear" if mode in ("linear", "bilinear") else mode,
+                    "asymmetric", "floor")]
+
+
+@converts("Trilu")
+def convert_trilu(node: Node, ctx: ImportContext):
+    # a compile-time mask over the last two dims selects the triangle
+    x = node.input(0)
+    k = 0 if node.input(1) is None else ctx.const_ints(node.input(1), "k")[0]
+    if x.rank < 2:
+        raise ctx.error(f"input must have rank >= 2, got {x.rank}")
+    n, m = x.shape[-2:]
+    mask = np.triu(np.ones((n, m), dtype=np.bool_), k) if node.attr("upper", 1) \
+        else np.tril(np.ones((n, m), dtype=np.bool_), k)
+    zero = ctx.constant(np.zeros((), dtype=x.dtype))
+    return [ctx.emit(g.WhereOp, ctx.constant(mask), x, zero)]
+
+
+def _running_mask(n: int, exclusive: bool, reverse: bool) -> np.ndarray:
+    """T[i, j]: input i contributes to running output j."""
+    i, j = np.indices((n, n))
+    if reverse:
+        return (i > j) if exclusive else (i >= j)
+    return (i < j) if exclusive else (i <= j)
+
+
+def _cumulative_axis(node: Node, ctx: ImportContext, x: Tensor) -> int:
+    axis = ctx.const_ints(node.input(1), "axis")[0]
+    axis = axis + x.rank if axis < 0 else axis
+    if not 0 <= axis < x.rank:
+        raise ctx.error(f"axis {axis} is out of range for rank {x.rank}")
+    return axis
+
+
+@converts("CumSum")
+def convert_cumsum(node: Node, ctx: ImportContext):
+    # a running sum is a product with a triangular 0/1 matrix along the axis:
+    # move the axis last, y = x @ T, move it back
+    x = node.input(0)
+    axis = _cumulative_axis(node, ctx, x)
+    tri = _running_mask(x.shape[axis], node.attr("exclusive", 0), node.attr("reverse", 0))
+    perm = [d for d in range(x.rank) if d != axis] + [axis]
+    inverse = [perm.index(d) for d in range(x.rank)]
+    y = ctx.emit(g.MatmulOp, transpose(ctx, x, perm), ctx.constant(tri.astype(x.dtype)))
+    return [transpose(ctx, y, inverse)]
+
+
+@converts("CumProd")
+def convert_cumprod(node: Node, ctx: ImportContext):
+    # out[.., j] = prod over i of (T[i, j] ? x[.., i] : 1): a masked product
+    # over an added input axis (exact, n x n elements per row)
+    x = node.input(0)
+    axis = _cumulative_axis(node, ctx, x)
+    tri = _running_mask(x.shape[axis], node.attr("exclusive", 0), node.attr("reverse", 0))
+    perm = [d for d in range(x.rank) if d != axis] + [axis]
+    inverse = [perm.index(d) for d in range(x.rank)]
+    moved = ctx.emit(g.UnsqueezeOp, transpose(ctx, x, perm), axes=[x.rank - 1])  # [.., 1, n_in]
+    mask = ctx.constant(tri.T.copy())  # [n_out, n_in]
+    factors = ctx.emit(g.WhereOp, mask, moved, ctx.constant(np.ones((), dtype=x.dtype)))
+    y = ctx.emit(g.ReduceProdOp, factors, axes=[x.rank], keepdims=False)
+    return [transpose(ctx, y, inverse)]
+
+
+@converts("Compress")
+def convert_compress(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    condition = np.asarray(ctx.const_of(node.input(1), "condition")).reshape(-1).astype(bool)
+    axis = node.attr("axis")
+    if axis is None:
+        x = reshape(ctx, x, [math.prod(x.shape)])
+        axis = 0
+    axis = axis + x.rank if axis < 0 else axis
+    indices = np.nonzero(condition[: x.shape[axis]])[0].astype(np.int64)
+    return [ctx.emit(g.GatherOp, x, ctx.constant(indices), axis=axis)]
+
+
+@converts("OneHot")
+def convert_one_hot(node: Node, ctx: ImportContext):
+    # indices == iota along the new axis, selecting off/on values
+    indices, values = node.input(0), node.input(2)
+    depth = int(np.asarray(ctx.const_of(node.input(1), "depth")).reshape(-1)[0])
+    off_on = np.asarray(ctx.const_of(values, "values")).reshape(-1)
+    rank = indices.rank + 1
+    axis = node.attr("axis", -1)
+    axis = axis + rank if axis < 0 else axis
+    idx = indices if indices.dtype == np.int64 else ctx.emit(g.CastOp, indices, to=element_type_of(np.int64))
+    # negative indices count from the end; out-of-range ones match no position
+    negative = ctx.emit(g.LessOp, idx, ctx.constant(np.int64(0)))
+    idx = ctx.emit(g.WhereOp, negative, ctx.emit(g.AddOp, idx, ctx.constant(np.int64(depth))), idx)
+    idx = ctx.emit(g.UnsqueezeOp, idx, axes=[axis])
+    shape = [1] * rank
+    shape[axis] = depth
+    iota = ctx.constant(np.arange(depth, dtype=np.int64).reshape(shape))
+    hot = ctx.emit(g.EqualOp, idx, iota)
+    on, off = ctx.constant(off_on[1:2].reshape(())), ctx.constant(off_on[0:1].reshape(()))
+    return [ctx.emit(g.WhereOp, hot, on, off)]
+
+
+@converts("CenterCropPad")
+def convert_center_crop_pad(node: Node, ctx: ImportContext):
+    x = node.input(0)
+    target = ctx.const_ints(node.input(1), "shape")
+    axes = node.attr("axes", list(range(x.rank)))
+    axes = [a + x.rank if a < 0 else a for a in axes]
+    starts, ends, pads = [], [], [0] * (2 * x.rank)
+    for a, want in zip(axes, target):
+        have = x.shape[a]
+        if want < have:  # crop, the extra element at the end
+            begin = (have - want) // 2
+            starts.append(begin)
+            ends.append(begin + want)
+        else:
+            starts.append(0)
+            ends.append(have)
+            pads[a] = (want - have) // 2
+            pads[a + x.rank] = want - have - pads[a]
+    y = ctx.emit(g.SliceOp, x, starts=starts, ends=ends, axes=axes, steps=[1] * len(axes))
+    if any(pads):
+        y = ctx.emit(g.PadOp, y, pads=pads, mode="constant")
+    return [y]
+
+
+@converts("GatherElements")
+def convert_gather_elements(node: Node, ctx: ImportContext):
+    return [gather_elements(ctx, node.input(0), node.input(1), node.attr("axis", 0))]
+
+
+def gather_elements(ctx: ImportContext, data: Tensor, indices: Tensor, axis: int) -> Tensor:
+    """out[.., i, ..] = data[.., indices[.., i, ..], ..] along axis, as a one-hot
+    selection: where(indices == iota, data, 0) summed over the data axis (exact:
+    every sum adds one element to zeros)."""
+    axis = axis + data.rank if axis < 0 else axis
+    if indices.rank != data.rank or not 0 <= axis < data.rank:
+        raise ctx.error(f"indices rank {indices.rank} must equal data rank {data.rank} and axis {axis} be inside it")
+    n = data.shape[axis]
+    other = [a for a in range(data.rank) if a != axis]
+    if any(indices.shape[a] > data.shape[a] for a in other):
+        raise ctx.error(f"indices shape {list(indices.shape)} exceeds data shape {list(data.shape)} outside axis {axis}")
+    if any(indices.shape[a] != data.shape[a] for a in other):
+        data = ctx.emit(g.SliceOp, data, starts=[0] * len(other), ends=[indices.shape[a] for a in other],
+                        axes=other, steps=[1] * len(other))
+    n_t = ctx.constant(n, like=indices)
+    wrapped = ctx.emit(g.WhereOp, ctx.emit(g.LessOp, indices, ctx.constant(0, like=indices)),
+                       ctx.emit(g.AddOp, indices, n_t), indices)
+    shape = [1] * (data.rank + 1)
+    shape[axis + 1] = n
+    iota = ctx.constant(np.arange(n, dtype=indices.dtype).reshape(shape))
+    hot = ctx.emit(g.EqualOp, ctx.emit(g.UnsqueezeOp, wrapped, axes=[axis + 1]), iota)
+    spread = ctx.emit(g.UnsqueezeOp, data, axes=[axis])
+    picked = ctx.emit(g.WhereOp, hot, spread, ctx.constant(np.zeros((), dtype=data.dtype)))
+    return ctx.emit(g.ReduceSumOp, picked, axes=[axis + 1], keepdims=False)

@@ -1,0 +1,439 @@
+"""Slow oracle executor for loop IR (the output of lower-to-loops).
+
+Runs a module of ``tloop.host`` / ``tloop.kernel`` functions on numpy arrays by
+translating every `func.func` into Python source (nested ``for`` loops over
+numpy scalars) and ``exec``-ing it. Tests use it to check kernels and host
+functions before (and independently of) the LLVM backend.
+
+Why not xDSL's ``Interpreter``: in 0.75 it lacks most of the ops the loop-IR
+contract uses (math has only exp/sqrt/log; no divf, negf, casts, unsigned ops,
+maxsi...), and it boxes every scalar in an attribute, ~100x slower than this.
+
+Semantics: integers are Python ints kept in their signed two's complement range
+(i1 as 0/1) and wrapped after every op; floats are numpy scalars of the exact
+width, so f32 rounding matches compiled code. Every load/store is bounds
+checked and ``memref.alloc`` fills new buffers with a sentinel (NaN / 0x5A
+bytes), so a missing guard or an unwritten output shows up in tests.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    ModuleOp,
+)
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from dlc.dialects import tloop
+
+
+class InterpError(Exception):
+    """The loop IR cannot be run (unsupported op, bad input, out-of-bounds access)."""
+
+
+_FLOAT_NP = {Float16Type: "np.float16", Float32Type: "np.float32", Float64Type: "np.float64"}
+
+
+def _float_ctor(t: Attribute) -> str:
+    for cls, name in _FLOAT_NP.items():
+        if isinstance(t, cls):
+            return name
+    raise InterpError(f"unsupported float type {t}")
+
+
+def storage_dtype(t: Attribute) -> np.dtype:
+    if isinstance(t, Float16Type):
+        return np.dtype(np.float16)
+    if isinstance(t, Float32Type):
+        return np.dtype(np.float32)
+    if isinstance(t, Float64Type):
+        return np.dtype(np.float64)
+    if isinstance(t, IntegerType):
+        w = t.width.data
+        return np.dtype(np.bool_) if w == 1 else np.dtype(f"i{w // 8}")
+    if isinstance(t, IndexType):
+        return np.dtype(np.int64)
+    raise InterpError(f"unsupported element type {t}")
+
+
+# -- runtime helpers available to generated code ---------------------------------
+
+
+def _wrap(x: int, w: int) -> int:
+    if w == 1:
+        return x & 1
+    half = 1 << (w - 1)
+    return ((x + half) & ((1 << w) - 1)) - half
+
+
+def _u(x: int, w: int) -> int:
+    return x & ((1 << w) - 1)
+
+
+def _cdiv(a: int, b: int) -> int:
+    if b == 0:
+        raise InterpError("integer division by zero")
+    q = abs(a) // abs(b)
+    return -q if (a < 0) != (b < 0) else q
+
+
+def _crem(a: int, b: int) -> int:
+    return a - b * _cdiv(a, b)
+
+
+def _fptoi(x, w: int) -> int:
+    if not np.isfinite(x):
+        return 0
+    return _wrap(int(np.trunc(x)), w)
+
+
+def _round_away(x):
+    return type(x)(np.sign(x) * np.floor(np.abs(x) + type(x)(0.5)))
+
+
+def _erf(x):
+    return type(x)(math.erf(float(x)))
+
+
+_HELPERS = {
+    "inf": math.inf,
+    "nan": math.nan,
+    "np": np,
+    "math": math,
+    "_wrap": _wrap,
+    "_u": _u,
+    "_cdiv": _cdiv,
+    "_crem": _crem,
+    "_fptoi": _fptoi,
+    "_round_away": _round_away,
+    "_erf": _erf,
+}
+
+
+def _alloc(shape, dtype):
+    if dtype.kind == "f":
+        return np.full(shape, np.nan, dtype=dtype)
+    if dtype.kind == "b":
+        return np.zeros(shape, dtype=dtype)
+    return np.full(shape, 0x5A, dtype=dtype)
+
+
+_HELPERS["_alloc"] = _alloc
+
+
+# -- translation -------------------------------------------------------------------
+
+
+class _FunctionWriter:
+    def __init__(self, fn: func.FuncOp, weights):
+        self.fn = fn
+        self.lines: list[str] = []
+        self.names: dict[SSAValue, str] = {}
+        self.weights = weights
+
+    def name(self, v: SSAValue) -> str:
+        if v not in self.names:
+            self.names[v] = f"v{len(self.names)}"
+        return self.names[v]
+
+    def line(self, depth: int, text: str) -> None:
+        self.lines.append("    " * depth + text)
+
+    def write(self) -> str:
+        args = ", ".join(self.name(a) for a in self.fn.body.block.args)
+        self.line(0, f"def {_py_name(self.fn.sym_name.data)}({args}):")
+        self.block(self.fn.body.block, 1)
+        self.line(1, "return None")
+        return "\n".join(self.lines)
+
+    def block(self, block: Block, depth: int) -> None:
+        for op in block.ops:
+            self.op(op, depth)
+
+    def op(self, op: Operation, d: int) -> None:
+        n = self.name
+        r = n(op.results[0]) if op.results else None
+        ops = [n(o) for o in op.operands]
+        if isinstance(op, tloop.ForOp):
+            self.line(d, f"for {n(op.induction_var)} in range({op.lower}, {op.upper}, {op.stride}):")
+            self.line(d + 1, "pass")
+            self.block(op.body.block, d + 1)
+            return
+        if isinstance(op, (tloop.YieldOp,)):
+            return
+        if isinstance(op, scf.IfOp):
+            for res in op.results:
+                self.line(d, f"{n(res)} = None")
+            self.line(d, f"if {ops[0]}:")
+            self._if_branch(op, op.true_region.block, d + 1)
+            if op.false_region.blocks:
+                self.line(d, "else:")
+                self._if_branch(op, op.false_region.block, d + 1)
+            return
+        if isinstance(op, func.ReturnOp):
+            self.line(d, "return None")
+            return
+        if isinstance(op, func.CallOp):
+            self.line(d, f"{_py_name(op.callee.root_reference.data)}({', '.join(ops)})")
+            return
+        if isinstance(op, tloop.WeightOp):
+            self.line(d, f"{r} = _weights[{op.weight_name.data!r}]")
+            return
+        if isinstance(op, memref.LoadOp):
+            self.line(d, f"{r} = {self._access(op.memref, ops[1:], load=True)}")
+            return
+        if isinstance(op, memref.StoreOp):
+            value = ops[0]
+            et = op.memref.type.element_type
+            if isinstance(et, IntegerType) and et.width.data == 1:
+                value = f"bool({value})"
+            self.line(d, f"{self._access(op.memref, ops[2:], load=False)} = {value}")
+            return
+        if isinstance(op, (memref.AllocOp, memref.AllocaOp)):
+            t = op.results[0].type
+            self.line(d, f"{r} = _alloc({tuple(t.get_shape())}, np.dtype('{storage_dtype(t.element_type).str}'))")
+            return
+        if isinstance(op, memref.DeallocOp):
+            return
+        expr = self.scalar(op, ops)
+        self.line(d, f"{r} = {expr}")
+
+    def _if_branch(self, op: scf.IfOp, block: Block, d: int) -> None:
+        self.line(d, "pass")
+        for inner in block.ops:
+            if isinstance(inner, scf.YieldOp):
+                for res, val in zip(op.results, inner.operands):
+                    self.line(d, f"{self.name(res)} = {self.name(val)}")
+            else:
+                self.op(inner, d)
+
+    def _access(self, buf: SSAValue, idx: list[str], load: bool) -> str:
+        t = buf.type
+        assert isinstance(t, MemRefType)
+        shape = t.get_shape()
+        b = self.name(buf)
+        checks = " and ".join(f"0 <= {i} < {s}" for i, s in zip(idx, shape))
+        index = "(" + "".join(f"{i}," for i in idx) + ")"
+        if checks:
+            # bounds check as an expression so it lives on the same line
+            index = f"({index} if {checks} else _oob({b!r}, {index}, {tuple(shape)}))"
+        access = f"{b}[{index}]"
+        if load:
+            et = t.element_type
+            if isinstance(et, IntegerType):
+                return f"int({access})"
+            return access
+        return access
+
+    def scalar(self, op: Operation, a: list[str]) -> str:
+        t = op.results[0].type if op.results else None
+        if isinstance(op, arith.ConstantOp):
+            v = op.value
+            if isinstance(v, FloatAttr):
+                return f"{_float_ctor(t)}({float(v.value.data)!r})"
+            if isinstance(v, IntegerAttr):
+                val = v.value.data
+                if isinstance(t, IntegerType):
+                    val = _wrap(val, t.width.data)
+                return repr(val)
+            raise InterpError(f"unsupported constant {v}")
+        w = t.width.data if isinstance(t, IntegerType) else None
+
+        def wrap(e: str) -> str:
+            return f"_wrap({e}, {w})" if w is not None else e
+
+        src_t = op.operands[0].type if op.operands else None
+        sw = src_t.width.data if isinstance(src_t, IntegerType) else 64
+        simple = {
+            arith.AddiOp: lambda: wrap(f"{a[0]} + {a[1]}"),
+            arith.SubiOp: lambda: wrap(f"{a[0]} - {a[1]}"),
+            arith.MuliOp: lambda: wrap(f"{a[0]} * {a[1]}"),
+            arith.DivSIOp: lambda: wrap(f"_cdiv({a[0]}, {a[1]})"),
+            arith.RemSIOp: lambda: wrap(f"_crem({a[0]}, {a[1]})"),
+            arith.DivUIOp: lambda: wrap(f"_cdiv(_u({a[0]}, {sw}), _u({a[1]}, {sw}))"),
+            arith.RemUIOp: lambda: wrap(f"_crem(_u({a[0]}, {sw}), _u({a[1]}, {sw}))"),
+            arith.MaxSIOp: lambda: f"max({a[0]}, {a[1]})",
+            arith.MinSIOp: lambda: f"min({a[0]}, {a[1]})",
+            arith.MaxUIOp: lambda: wrap(f"max(_u({a[0]}, {sw}), _u({a[1]}, {sw}))"),
+            arith.MinUIOp: lambda: wrap(f"min(_u({a[0]}, {sw}), _u({a[1]}, {sw}))"),
+            arith.AndIOp: lambda: wrap(f"{a[0]} & {a[1]}"),
+            arith.OrIOp: lambda: wrap(f"{a[0]} | {a[1]}"),
+            arith.XOrIOp: lambda: wrap(f"{a[0]} ^ {a[1]}"),
+            arith.SelectOp: lambda: f"({a[1]} if {a[0]} else {a[2]})",
+            arith.AddfOp: lambda: f"{a[0]} + {a[1]}",
+            arith.SubfOp: lambda: f"{a[0]} - {a[1]}",
+            arith.MulfOp: lambda: f"{a[0]} * {a[1]}",
+            arith.DivfOp: lambda: f"{a[0]} / {a[1]}",
+            arith.NegfOp: lambda: f"-{a[0]}",
+            arith.MaximumfOp: lambda: f"np.maximum({a[0]}, {a[1]})",
+            arith.MinimumfOp: lambda: f"np.minimum({a[0]}, {a[1]})",
+            xmath.ExpOp: lambda: f"np.exp({a[0]})",
+            xmath.LogOp: lambda: f"np.log({a[0]})",
+            xmath.SqrtOp: lambda: f"np.sqrt({a[0]})",
+            xmath.RsqrtOp: lambda: f"{_float_ctor(t)}(1) / np.sqrt({a[0]})",
+            xmath.TanhOp: lambda: f"np.tanh({a[0]})",
+            xmath.ErfOp: lambda: f"_erf({a[0]})",
+            xmath.FloorOp: lambda: f"np.floor({a[0]})",
+            xmath.CeilOp: lambda: f"np.ceil({a[0]})",
+            xmath.TruncOp: lambda: f"np.trunc({a[0]})",
+            xmath.RoundEvenOp: lambda: f"np.round({a[0]})",
+            xmath.RoundOp: lambda: f"_round_away({a[0]})",
+            xmath.SinOp: lambda: f"np.sin({a[0]})",
+            xmath.CosOp: lambda: f"np.cos({a[0]})",
+            xmath.PowFOp: lambda: f"np.power({a[0]}, {a[1]})",
+            xmath.AbsFOp: lambda: f"np.abs({a[0]})",
+            xmath.AbsIOp: lambda: wrap(f"abs({a[0]})"),
+            xmath.FmaOp: lambda: f"{a[0]} * {a[1]} + {a[2]}",
+        }
+        if type(op) in simple:
+            return simple[type(op)]()
+        if isinstance(op, arith.CmpiOp):
+            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
+            x, y = a
+            if pred[0] == "u":
+                x, y = f"_u({x}, {sw})", f"_u({y}, {sw})"
+            pyop = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+            return f"int({x} {pyop[pred[-2:] if pred not in ('eq', 'ne') else pred]} {y})"
+        if isinstance(op, arith.CmpfOp):
+            pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
+            x, y = a
+            ordered = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "one": "!="}
+            if pred in ordered:
+                if pred == "one":
+                    return f"int({x} == {x} and {y} == {y} and {x} != {y})"
+                return f"int({x} {ordered[pred]} {y})"
+            if pred == "une":
+                return f"int(not ({x} == {y}))"
+            if pred == "uno":
+                return f"int({x} != {x} or {y} != {y})"
+            if pred == "ord":
+                return f"int({x} == {x} and {y} == {y})"
+            unordered = {"ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<="}
+            return f"int({x} != {x} or {y} != {y} or {x} {unordered[pred]} {y})"
+        if isinstance(op, arith.IndexCastOp):
+            if isinstance(t, IndexType):
+                return a[0]
+            return wrap(a[0])
+        if isinstance(op, arith.SIToFPOp):
+            src = a[0] if sw != 1 else f"(-{a[0]})"
+            return f"{_float_ctor(t)}({src})"
+        if isinstance(op, arith.UIToFPOp):
+            return f"{_float_ctor(t)}(_u({a[0]}, {sw}))"
+        if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
+            return f"_fptoi({a[0]}, {w})"
+        if isinstance(op, (arith.ExtFOp, arith.TruncFOp)):
+            return f"{_float_ctor(t)}({a[0]})"
+        if isinstance(op, arith.ExtSIOp):
+            return f"(-{a[0]})" if sw == 1 else a[0]
+        if isinstance(op, arith.ExtUIOp):
+            return f"_u({a[0]}, {sw})"
+        if isinstance(op, arith.TruncIOp):
+            return wrap(a[0])
+        raise InterpError(f"interp: unsupported op '{op.name}'")
+
+
+def _py_name(symbol: str) -> str:
+    return "F_" + "".join(c if c.isalnum() else "_" for c in symbol)
+
+
+def _oob(name, index, shape):
+    raise InterpError(f"out-of-bounds access {name}{list(index)} in a buffer of shape {list(shape)}")
+
+
+_HELPERS["_oob"] = _oob
+
+
+class LoopProgram:
+    """A translated module: call ``run(inputs)`` for a host function."""
+
+    def __init__(self, module: ModuleOp, weights=None):
+        from dlc.weights import store_of
+
+        self.module = module
+        store = weights if weights is not None else store_of(module)
+        self.namespace: dict = dict(_HELPERS)
+        self.namespace["_weights"] = _ReadOnlyWeights(store)
+        self.sources: dict[str, str] = {}
+        self.functions: dict[str, func.FuncOp] = {}
+        for op in module.ops:
+            if isinstance(op, func.FuncOp) and not op.is_declaration:
+                src = _FunctionWriter(op, store).write()
+                self.sources[op.sym_name.data] = src
+                self.functions[op.sym_name.data] = op
+        code = "\n\n".join(self.sources.values())
+        exec(compile(code, "<loop-ir>", "exec"), self.namespace)
+
+    def call(self, name: str, buffers: Sequence[np.ndarray]) -> None:
+        with np.errstate(all="ignore"):
+            self.namespace[_py_name(name)](*buffers)
+
+    def run(self, inputs: Sequence[np.ndarray], entry: str | None = None) -> list[np.ndarray]:
+        """Run host function ``entry`` (default @main or the only host) on
+        ``inputs``; returns freshly allocated outputs (storage dtypes)."""
+        fn = self._host(entry)
+        n_in = fn.attributes["tloop.num_inputs"].value.data
+        args = fn.body.block.args
+        if len(inputs) != n_in:
+            raise InterpError(f"@{fn.sym_name.data} takes {n_in} inputs, got {len(inputs)}")
+        buffers = []
+        for arg, x in zip(args[:n_in], inputs):
+            t = arg.type
+            x = np.asarray(x)
+            x = x if x.flags.c_contiguous else x.copy()
+            dt = storage_dtype(t.element_type)
+            if x.shape != tuple(t.get_shape()):
+                raise InterpError(f"input #{len(buffers)} has shape {x.shape}, expected {t.get_shape()}")
+            buffers.append(x.view(dt) if x.dtype.itemsize == dt.itemsize and x.dtype.kind in "iub" and dt.kind in "iub" else x.astype(dt))
+        outputs = [_alloc(tuple(a.type.get_shape()), storage_dtype(a.type.element_type)) for a in args[n_in:]]
+        self.call(fn.sym_name.data, buffers + outputs)
+        return outputs
+
+    def _host(self, entry: str | None) -> func.FuncOp:
+        hosts = [f for f in self.functions.values() if "tloop.host" in f.attributes]
+        if entry is not None:
+            for f in hosts:
+                if f.sym_name.data == entry:
+                    return f
+            raise InterpError(f"no host function @{entry}")
+        for f in hosts:
+            if f.sym_name.data == "main":
+                return f
+        if not hosts:
+            raise InterpError("the module has no tloop.host function")
+        return hosts[0]
+
+
+class _ReadOnlyWeights:
+    def __init__(self, store):
+        self.store = store
+        self.cache: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        if name not in self.cache:
+            if self.store is None or name not in self.store:
+                raise InterpError(f"weight \"{name}\" is not in the weights store")
+            arr = np.asarray(self.store[name])
+            if arr.dtype.kind == "u":
+                arr = arr.view(f"i{arr.dtype.itemsize}")
+            arr = arr.view()
+            arr.flags.writeable = False
+            self.cache[name] = arr
+        return self.cache[name]
+
+
+def run(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str | None = None) -> list[np.ndarray]:
+    """Translate and run ``module``'s host function (see :class:`LoopProgram`)."""
+    return LoopProgram(module).run(inputs, entry)

@@ -1,0 +1,432 @@
+"""KernelBuilder: emits one loop-IR kernel (`func.func` with `tloop.for` nests).
+
+A thin layer over xDSL's op constructors (we add no dialect here): it tracks the
+insertion block, hoists constants to the kernel entry, gives loop induction
+variables unique readable names (schedule passes address loops by name), and
+dispatches scalar arithmetic on the *graph* element type, because memrefs use
+signless integers and the signedness of ``ui8`` lives only in the op choice
+(``divui``, ``cmpi ult``, ``uitofp``...).
+
+Index expressions are ``SSAValue | int``: Python ints are folded while building
+so the IR carries no ``x + 0`` or ``x * 1``.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+from xdsl.dialects import arith, func, math, memref, scf
+from xdsl.dialects.builtin import (
+    FloatAttr,
+    IndexType,
+    IntegerAttr,
+    IntegerType,
+    MemRefType,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f64,
+)
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+
+from dlc.dialects import tloop
+from dlc.dialects.graph_base import is_bool, is_float, is_unsigned
+
+Index = SSAValue | int
+INDEX = IndexType()
+
+
+def storage_type(element_type: Attribute) -> Attribute:
+    """Element type in memory: integers become signless (ui8 -> i8)."""
+    if isinstance(element_type, IntegerType):
+        return IntegerType(element_type.width.data)
+    return element_type
+
+
+def memref_of(t: TensorType) -> MemRefType:
+    return MemRefType(storage_type(t.element_type), t.get_shape())
+
+
+def lowest(et: Attribute) -> float | int:
+    """Identity of max: -inf for floats, the smallest integer otherwise."""
+    if is_float(et):
+        return -pymath.inf
+    if is_bool(et) or is_unsigned(et):
+        return 0
+    return -(1 << (et.width.data - 1))
+
+
+def highest(et: Attribute) -> float | int:
+    if is_float(et):
+        return pymath.inf
+    if is_bool(et):
+        return 1
+    if is_unsigned(et):
+        return (1 << et.width.data) - 1
+    return (1 << (et.width.data - 1)) - 1
+
+
+class KernelBuilder:
+    """Builds ``func.func @name(inputs..., outputs...) {tloop.kernel}``."""
+
+    def __init__(
+        self,
+        name: str,
+        inputs: Sequence[TensorType],
+        outputs: Sequence[TensorType],
+        source: str,
+        arg_names: Sequence[str] | None = None,
+    ):
+        types = [memref_of(t) for t in (*inputs, *outputs)]
+        self.func = func.FuncOp(name, (types, []))
+        self.func.attributes["tloop.kernel"] = UnitAttr()
+        self.func.attributes["tloop.source"] = StringAttr(source)
+        self.entry = self.func.body.block
+        self.block = self.entry
+        args = self.entry.args
+        names = arg_names or [f"in{i}" for i in range(len(inputs))] + [
+            f"out{i}" if len(outputs) > 1 else "out" for i in range(len(outputs))
+        ]
+        for arg, hint in zip(args, names):
+            arg.name_hint = hint
+        self.inputs = list(args[: len(inputs)])
+        self.outputs = list(args[len(inputs):])
+        self._constants: dict[tuple[Attribute, object], SSAValue] = {}
+        self._loop_names: set[str] = set()
+
+    # -- finishing ---------------------------------------------------------------
+    def finish(self) -> func.FuncOp:
+        self.entry.add_op(func.ReturnOp())
+        return self.func
+
+    # -- emission ----------------------------------------------------------------
+    def emit(self, op: Operation) -> SSAValue:
+        self.block.add_op(op)
+        return op.results[0] if len(op.results) == 1 else None  # type: ignore[return-value]
+
+    def _hoisted(self, op: Operation) -> SSAValue:
+        """Insert a constant at the top of the kernel (dominates every loop)."""
+        # constants go before the first non-constant op, in creation order
+        anchor = self._first_non_constant_op()
+        if anchor is None:
+            self.entry.add_op(op)
+        else:
+            self.entry.insert_op_before(op, anchor)
+        return op.results[0]
+
+    def _first_non_constant_op(self) -> Operation | None:
+        for op in self.entry.ops:
+            if not isinstance(op, arith.ConstantOp):
+                return op
+        return None
+
+    def index(self, value: Index) -> SSAValue:
+        if isinstance(value, SSAValue):
+            return value
+        key = (INDEX, int(value))
+        if key not in self._constants:
+            self._constants[key] = self._hoisted(
+                arith.ConstantOp(IntegerAttr(int(value), INDEX))
+            )
+        return self._constants[key]
+
+    def const(self, value: float | int | bool, et: Attribute) -> SSAValue:
+        """A scalar constant of graph element type ``et``."""
+        st = storage_type(et)
+        if is_float(et):
+            key = (st, float(value))
+            attr = FloatAttr(float(value), st)
+        else:
+            width = st.width.data
+            ivalue = int(value)
+            if is_bool(et):
+                ivalue = 1 if value else 0
+            # two's complement wrap, then signed view as IntegerAttr wants
+            ivalue &= (1 << width) - 1
+            if ivalue >= 1 << (width - 1) and width > 1:
+                ivalue -= 1 << width
+            if width == 1:
+                ivalue = -ivalue if ivalue else 0
+            key = (st, ivalue)
+            attr = IntegerAttr(ivalue, st)
+        if key not in self._constants:
+            self._constants[key] = self._hoisted(arith.ConstantOp(attr))
+        return self._constants[key]
+
+    # -- structure ---------------------------------------------------------------
+    def _unique(self, name: str) -> str:
+        base, n = name, 1
+        while name in self._loop_names:
+            name = f"{base}_{n}"
+            n += 1
+        self._loop_names.add(name)
+        return name
+
+    @contextmanager
+    def loop(self, name: str, upper: int, lower: int = 0, step: int = 1) -> Iterator[SSAValue]:
+        """``tloop.for %name = lower to upper step step`` (serial)."""
+        body = Block(arg_types=[INDEX])
+        body.args[0].name_hint = self._unique(name)
+        parent = self.block
+        self.block = body
+        try:
+            yield body.args[0]
+        finally:
+            self.block = parent
+        parent.add_op(tloop.ForOp(lower, upper, step, "serial", body))
+
+    @contextmanager
+    def loops(self, names: Sequence[str], uppers: Sequence[int]) -> Iterator[list[SSAValue]]:
+        """A perfect nest, outermost first."""
+        ivs: list[SSAValue] = []
+        managers = []
+        try:
+            for name, ub in zip(names, uppers):
+                m = self.loop(name, ub)
+                ivs.append(m.__enter__())
+                managers.append(m)
+            yield ivs
+        finally:
+            for m in reversed(managers):
+                m.__exit__(None, None, None)
+
+    @contextmanager
+    def if_(self, cond: SSAValue) -> Iterator[None]:
+        """``scf.if %cond { ... }`` without results."""
+        body = Block()
+        parent = self.block
+        self.block = body
+        try:
+            yield
+        finally:
+            self.block = parent
+        body.add_op(scf.YieldOp())
+        parent.add_op(scf.IfOp(cond, [], Region(body), Region(Block([scf.YieldOp()]))))
+
+    def select_if(self, cond: SSAValue, then_fn, else_fn, result_type: Attribute) -> SSAValue:
+        """``scf.if`` with one result: only the taken branch runs (guards loads)."""
+        results = []
+        for fn in (then_fn, else_fn):
+            body = Block()
+            parent = self.block
+            self.block = body
+            try:
+                value = fn()
+            finally:
+                self.block = parent
+            body.add_op(scf.YieldOp(value))
+            results.append(body)
+        op = scf.IfOp(cond, [result_type], Region(results[0]), Region(results[1]))
+        return self.emit(op)
+
+    # -- memory ------------------------------------------------------------------
+    def load(self, buf: SSAValue, indices: Sequence[Index]) -> SSAValue:
+        return self.emit(memref.LoadOp.get(buf, [self.index(i) for i in indices]))
+
+    def store(self, value: SSAValue, buf: SSAValue, indices: Sequence[Index]) -> None:
+        self.emit(memref.StoreOp.get(value, buf, [self.index(i) for i in indices]))
+
+    # -- index arithmetic (folds Python ints) ------------------------------------
+    def iadd(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if isinstance(b, int) and b == 0:
+            return a
+        if isinstance(a, int) and a == 0:
+            return b
+        if isinstance(b, int) and b < 0:
+            return self.emit(arith.SubiOp(self.index(a), self.index(-b)))
+        return self.emit(arith.AddiOp(self.index(a), self.index(b)))
+
+    def isub(self, a: Index, b: Index) -> Index:
+        if isinstance(b, int):
+            return self.iadd(a, -b)
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        return self.emit(arith.SubiOp(self.index(a), self.index(b)))
+
+    def imul(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        if isinstance(b, int) and b == 1:
+            return a
+        if isinstance(a, int) and a == 1:
+            return b
+        if (isinstance(a, int) and a == 0) or (isinstance(b, int) and b == 0):
+            return 0
+        return self.emit(arith.MuliOp(self.index(a), self.index(b)))
+
+    def idiv(self, a: Index, b: int) -> Index:
+        """a / b for a >= 0 (unsigned division of non-negative indices)."""
+        if b == 1:
+            return a
+        if isinstance(a, int):
+            return a // b
+        return self.emit(arith.DivUIOp(a, self.index(b)))
+
+    def irem(self, a: Index, b: int) -> Index:
+        """a % b for a >= 0."""
+        if b == 1:
+            return 0
+        if isinstance(a, int):
+            return a % b
+        return self.emit(arith.RemUIOp(a, self.index(b)))
+
+    def icmp(self, pred: str, a: Index, b: Index) -> SSAValue:
+        """Signed index comparison (indices may be negative before a guard)."""
+        return self.emit(arith.CmpiOp(self.index(a), self.index(b), pred))
+
+    def imax(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return max(a, b)
+        return self.emit(arith.MaxSIOp(self.index(a), self.index(b)))
+
+    def imin(self, a: Index, b: Index) -> Index:
+        if isinstance(a, int) and isinstance(b, int):
+            return min(a, b)
+        return self.emit(arith.MinSIOp(self.index(a), self.index(b)))
+
+    def iselect(self, cond: SSAValue, a: Index, b: Index) -> SSAValue:
+        return self.emit(arith.SelectOp(cond, self.index(a), self.index(b)))
+
+    def all_of(self, conds: Sequence[SSAValue]) -> SSAValue | None:
+        out = None
+        for c in conds:
+            out = c if out is None else self.emit(arith.AndIOp(out, c))
+        return out
+
+    def in_range(self, i: Index, lo: int, hi: int, known_lo: int, known_hi: int) -> list[SSAValue]:
+        """Conditions for ``lo <= i < hi`` given that ``known_lo <= i <= known_hi``
+        (only the checks that can fail are emitted)."""
+        conds = []
+        if known_lo < lo:
+            conds.append(self.icmp("sge", i, lo))
+        if known_hi >= hi:
+            conds.append(self.icmp("slt", i, hi))
+        return conds
+
+    # -- scalar arithmetic dispatched on the graph element type -------------------
+    def add(self, a, b, et):
+        return self.emit(arith.AddfOp(a, b) if is_float(et) else arith.AddiOp(a, b))
+
+    def sub(self, a, b, et):
+        return self.emit(arith.SubfOp(a, b) if is_float(et) else arith.SubiOp(a, b))
+
+    def mul(self, a, b, et):
+        return self.emit(arith.MulfOp(a, b) if is_float(et) else arith.MuliOp(a, b))
+
+    def div(self, a, b, et):
+        """Float division, or C integer division (toward zero); a zero integer
+        divisor is replaced by 1, as the graph reference does."""
+        if is_float(et):
+            return self.emit(arith.DivfOp(a, b))
+        b = self._nonzero(b, et)
+        return self.emit(arith.DivUIOp(a, b) if is_unsigned(et) else arith.DivSIOp(a, b))
+
+    def rem(self, a, b, et):
+        """C fmod semantics (sign of the dividend); integer b == 0 gives 0."""
+        if is_float(et):
+            return self._fmod(a, b, et)
+        b = self._nonzero(b, et)
+        return self.emit(arith.RemUIOp(a, b) if is_unsigned(et) else arith.RemSIOp(a, b))
+
+    def _fmod(self, a, b, et):
+        """fmod without arith.remf (absent from xDSL 0.75): a - trunc(a/b)*b in
+        f64, which is exact for f32/f16 operands with |a/b| < 2^29."""
+        a64, b64 = self.convert(a, et, f64), self.convert(b, et, f64)
+        q = self.emit(arith.DivfOp(a64, b64))
+        q = self.trunc(q)
+        r = self.emit(arith.SubfOp(a64, self.emit(arith.MulfOp(q, b64))))
+        return self.convert(r, f64, et)
+
+    def trunc(self, x):
+        """Round toward zero with floor/ceil (math.trunc is not in the contract)."""
+        negative = self.emit(arith.CmpfOp(x, self.const(0.0, x.type), "olt"))
+        return self.select(negative, self.emit(math.CeilOp(x)), self.emit(math.FloorOp(x)))
+
+    def _nonzero(self, b, et):
+        zero = self.const(0, et)
+        is_zero = self.emit(arith.CmpiOp(b, zero, "eq"))
+        return self.emit(arith.SelectOp(is_zero, self.const(1, et), b))
+
+    def max(self, a, b, et):
+        if is_float(et):
+            return self.emit(arith.MaximumfOp(a, b))
+        return self.emit(arith.MaxUIOp(a, b) if is_unsigned(et) or is_bool(et) else arith.MaxSIOp(a, b))
+
+    def min(self, a, b, et):
+        if is_float(et):
+            return self.emit(arith.MinimumfOp(a, b))
+        return self.emit(arith.MinUIOp(a, b) if is_unsigned(et) or is_bool(et) else arith.MinSIOp(a, b))
+
+    def neg(self, a, et):
+        if is_float(et):
+            return self.emit(arith.NegfOp(a))
+        return self.emit(arith.SubiOp(self.const(0, et), a))
+
+    def select(self, cond, a, b):
+        return self.emit(arith.SelectOp(cond, a, b))
+
+    _FLOAT_PRED = {"eq": "oeq", "ne": "une", "lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge"}
+
+    def cmp(self, pred: str, a, b, et) -> SSAValue:
+        """pred in eq ne lt le gt ge; floats compare ordered (NaN is unequal to all)."""
+        if is_float(et):
+            return self.emit(arith.CmpfOp(a, b, self._FLOAT_PRED[pred]))
+        if pred in ("eq", "ne"):
+            return self.emit(arith.CmpiOp(a, b, pred))
+        prefix = "u" if is_unsigned(et) or is_bool(et) else "s"
+        return self.emit(arith.CmpiOp(a, b, prefix + pred[0] + ("t" if pred[1] == "t" else "e")))
+
+    def is_nan(self, a) -> SSAValue:
+        return self.emit(arith.CmpfOp(a, a, "uno"))
+
+    def convert(self, value: SSAValue, src: Attribute, dst: Attribute) -> SSAValue:
+        """Element conversion with numpy ``astype`` semantics (float -> int
+        truncates toward zero, anything -> bool is ``!= 0``)."""
+        s, d = storage_type(src), storage_type(dst)
+        if is_bool(dst) and not is_bool(src):
+            zero = self.const(0, src)
+            return self.cmp("ne", value, zero, src)
+        if is_float(src) and is_float(dst):
+            if s == d:
+                return value
+            if s.bitwidth < d.bitwidth:
+                return self.emit(arith.ExtFOp(value, d))
+            return self.emit(arith.TruncFOp(value, d))
+        if is_float(src):
+            return self.emit(arith.FPToUIOp(value, d) if is_unsigned(dst) else arith.FPToSIOp(value, d))
+        if is_float(dst):
+            unsigned = is_unsigned(src) or is_bool(src)
+            return self.emit(arith.UIToFPOp(value, d) if unsigned else arith.SIToFPOp(value, d))
+        ws, wd = s.width.data, d.width.data
+        if ws == wd:
+            return value
+        if ws > wd:
+            return self.emit(arith.TruncIOp(value, d))
+        unsigned = is_unsigned(src) or is_bool(src)
+        return self.emit(arith.ExtUIOp(value, d) if unsigned else arith.ExtSIOp(value, d))
+
+    def to_index(self, value: SSAValue, et: Attribute) -> SSAValue:
+        """Integer element -> index (sign- or zero-extended via i64)."""
+        st = storage_type(et)
+        if st.width.data < 64:
+            wide = IntegerType(64)
+            value = self.emit(
+                arith.ExtUIOp(value, wide) if is_unsigned(et) or is_bool(et) else arith.ExtSIOp(value, wide)
+            )
+        return self.emit(arith.IndexCastOp(value, INDEX))
+
+    def index_to(self, value: Index, et: Attribute) -> SSAValue:
+        """index -> integer (i64 result types of argmax) or float element."""
+        v = self.index(value)
+        i64t = IntegerType(64)
+        as_i64 = self.emit(arith.IndexCastOp(v, i64t))
+        if is_float(et):
+            return self.emit(arith.SIToFPOp(as_i64, storage_type(et)))
+        return self.convert(as_i64, i64t, et)
+
+    def f64(self, value: float) -> SSAValue:
+        return self.const(value, f64)

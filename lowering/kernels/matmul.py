@@ -1,0 +1,50 @@
+"""matmul kernel: numpy semantics (batch dims broadcast, 1-D operands promoted).
+
+Loops: batch dims ``%b0..``, then ``%m``, ``%n`` (absent when a 1-D operand
+removes them), then the reduction ``%k`` innermost. The accumulator is the
+output element itself (zeroed before the ``%k`` loop), as tloop wants.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+
+from dlc.dialects.graph_base import GraphOp
+from dlc.lowering.kernels import kernel
+from dlc.lowering.kernels.builder import Index, KernelBuilder
+from dlc.lowering.kernels.elementwise import broadcast_indices
+
+
+@kernel("graph.matmul")
+def lower_matmul(op: GraphOp, name: str) -> func.FuncOp:
+    a_t, b_t = (o.type for o in op.operands)
+    out_t = op.results[0].type
+    et = out_t.element_type
+    kb = KernelBuilder(name, [a_t, b_t], [out_t], op.name, ["a", "b", "out"])
+    a, b = list(a_t.get_shape()), list(b_t.get_shape())
+    a_vec, b_vec = len(a) == 1, len(b) == 1
+    a2 = [1] + a if a_vec else a
+    b2 = b + [1] if b_vec else b
+    batch = list(out_t.get_shape())[: max(len(a2), len(b2)) - 2]
+    m, n, k = a2[-2], b2[-1], a2[-1]
+    names = [f"b{i}" for i in range(len(batch))]
+    extents = list(batch)
+    if not a_vec:
+        names.append("m")
+        extents.append(m)
+    if not b_vec:
+        names.append("n")
+        extents.append(n)
+    with kb.loops(names, extents) as ivs:
+        bivs = ivs[: len(batch)]
+        iv_m: Index = ivs[len(batch)] if not a_vec else 0
+        iv_n: Index = ivs[-1] if not b_vec else 0
+        out_idx = list(ivs)
+        kb.store(kb.const(0, et), kb.outputs[0], out_idx)
+        with kb.loop("k", k) as iv_k:
+            a_idx = broadcast_indices(bivs, a2[:-2], batch) + ([iv_m, iv_k] if not a_vec else [iv_k])
+            b_idx = broadcast_indices(bivs, b2[:-2], batch) + ([iv_k, iv_n] if not b_vec else [iv_k])
+            prod = kb.mul(kb.load(kb.inputs[0], a_idx), kb.load(kb.inputs[1], b_idx), et)
+            acc = kb.load(kb.outputs[0], out_idx)
+            kb.store(kb.add(acc, prod, et), kb.outputs[0], out_idx)
+    return kb.finish()

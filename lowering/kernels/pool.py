@@ -1,0 +1,141 @@
+"""Pooling kernels: max_pool2d, avg_pool2d, global_avg_pool, global_max_pool.
+
+Window loops ``%kh %kw`` sit inside the output loops ``%n %c %oh %ow``;
+positions outside the input (padding, ceil-mode overhang) are skipped by a
+guard. avg_pool2d divides by the number of counted positions, which depends
+only on (oh, ow) and factors into a row count times a column count: both are
+static per output index, so the kernel picks them with a short chain of
+``arith.select`` over runs of equal values (no division-by-window loop).
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import f64
+from xdsl.ir import Attribute, SSAValue
+
+from dlc.dialects.graph import _window_attrs
+from dlc.dialects.graph_base import GraphOp, is_float
+from dlc.lowering.kernels import kernel
+from dlc.lowering.kernels.builder import KernelBuilder, lowest
+
+
+def _index(layout: str, n, c, h, w):
+    return [n, h, w, c] if layout == "NHWC" else [n, c, h, w]
+
+
+def _counts(out: int, k: int, stride: int, dil: int, pad: int, lo: int, hi: int) -> list[int]:
+    """Per output index: how many window taps land in [lo, hi) (input coords)."""
+    return [
+        sum(1 for t in range(k) if lo <= o * stride - pad + t * dil < hi) for o in range(out)
+    ]
+
+
+def static_table(kb: KernelBuilder, iv: SSAValue, values: list[float], et: Attribute) -> SSAValue:
+    """values[iv] as a select chain over runs of equal values."""
+    runs: list[tuple[int, float]] = []  # (end exclusive, value)
+    for i, v in enumerate(values):
+        if runs and runs[-1][1] == v:
+            runs[-1] = (i + 1, v)
+        else:
+            runs.append((i + 1, v))
+    result = kb.const(runs[-1][1], et)
+    for end, v in reversed(runs[:-1]):
+        result = kb.select(kb.icmp("slt", iv, end), kb.const(v, et), result)
+    return result
+
+
+def _pool(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
+    x_t, out_t = op.operands[0].type, op.results[0].type
+    et = out_t.element_type
+    a = op.attrs
+    layout = a.str("layout", "NCHW")
+    kh, kw = a.ints("kernel")
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(a)
+    xs, os_ = x_t.get_shape(), out_t.get_shape()
+    n, c, h, w = (xs[0], xs[3], xs[1], xs[2]) if layout == "NHWC" else xs
+    oh, ow = (os_[1], os_[2]) if layout == "NHWC" else (os_[2], os_[3])
+
+    kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
+    with kb.loops(["n", "c", "oh", "ow"], [n, c, oh, ow]) as (iv_n, iv_c, iv_oh, iv_ow):
+        out_idx = _index(layout, iv_n, iv_c, iv_oh, iv_ow)
+        kb.store(kb.const(lowest(et) if is_max else 0, et), kb.outputs[0], out_idx)
+        with kb.loops(["kh", "kw"], [kh, kw]) as (iv_kh, iv_kw):
+            ih = kb.iadd(kb.iadd(kb.imul(iv_oh, sh), kb.imul(iv_kh, dh)), -pt)
+            iw = kb.iadd(kb.iadd(kb.imul(iv_ow, sw), kb.imul(iv_kw, dw)), -pl)
+            conds = kb.in_range(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
+            conds += kb.in_range(iw, 0, w, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
+
+            def accumulate():
+                xv = kb.load(kb.inputs[0], _index(layout, iv_n, iv_c, ih, iw))
+                acc = kb.load(kb.outputs[0], out_idx)
+                new = kb.max(acc, xv, et) if is_max else kb.add(acc, xv, et)
+                kb.store(new, kb.outputs[0], out_idx)
+
+            if conds:
+                with kb.if_(kb.all_of(conds)):
+                    accumulate()
+            else:
+                accumulate()
+        if not is_max:
+            # counted positions: inside the input, or inside the padding too
+            # with count_include_pad (never the ceil-mode overhang)
+            include = a.bool("count_include_pad")
+            rows = _counts(oh, kh, sh, dh, pt, -pt if include else 0, h + pb if include else h)
+            cols = _counts(ow, kw, sw, dw, pl, -pl if include else 0, w + pr if include else w)
+            rows = [max(r, 1) for r in rows]
+            cols = [max(r, 1) for r in cols]
+            ft = et if is_float(et) else f64
+            if len(set(rows)) == 1 and len(set(cols)) == 1:
+                count = kb.const(float(rows[0] * cols[0]), ft)  # no padding effects
+            else:
+                count = kb.mul(static_table(kb, iv_oh, [float(r) for r in rows], ft),
+                               static_table(kb, iv_ow, [float(r) for r in cols], ft), ft)
+            total = kb.convert(kb.load(kb.outputs[0], out_idx), et, ft)
+            kb.store(kb.convert(kb.div(total, count, ft), ft, et), kb.outputs[0], out_idx)
+    return kb.finish()
+
+
+@kernel("graph.max_pool2d")
+def lower_max_pool2d(op: GraphOp, name: str) -> func.FuncOp:
+    return _pool(op, name, is_max=True)
+
+
+@kernel("graph.avg_pool2d")
+def lower_avg_pool2d(op: GraphOp, name: str) -> func.FuncOp:
+    return _pool(op, name, is_max=False)
+
+
+@kernel("graph.global_avg_pool", "graph.global_max_pool")
+def lower_global_pool(op: GraphOp, name: str) -> func.FuncOp:
+    x_t, out_t = op.operands[0].type, op.results[0].type
+    et = out_t.element_type
+    is_max = op.name == "graph.global_max_pool"
+    xs = x_t.get_shape()
+    rank = len(xs)
+    nhwc = op.attrs.str("layout", "NCHW") == "NHWC"
+    spatial = list(range(1, rank - 1)) if nhwc else list(range(2, rank))
+    kept = [d for d in range(rank) if d not in spatial]
+    kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
+    outer_names = ["n", "c"]
+    with kb.loops(outer_names, [xs[d] for d in kept]) as outer:
+        out_idx = [0] * rank
+        for d, iv in zip(kept, outer):
+            out_idx[d] = iv
+        kb.store(kb.const(lowest(et) if is_max else 0, et), kb.outputs[0], out_idx)
+        with kb.loops([f"s{k}" for k in range(len(spatial))], [xs[d] for d in spatial]) as inner:
+            in_idx = list(out_idx)
+            for d, iv in zip(spatial, inner):
+                in_idx[d] = iv
+            xv = kb.load(kb.inputs[0], in_idx)
+            acc = kb.load(kb.outputs[0], out_idx)
+            kb.store(kb.max(acc, xv, et) if is_max else kb.add(acc, xv, et), kb.outputs[0], out_idx)
+        if not is_max:
+            count = math.prod(xs[d] for d in spatial)
+            ft = et if is_float(et) else f64
+            total = kb.convert(kb.load(kb.outputs[0], out_idx), et, ft)
+            mean = kb.div(total, kb.const(float(count), ft), ft)
+            kb.store(kb.convert(mean, ft, et), kb.outputs[0], out_idx)
+    return kb.finish()

@@ -1,0 +1,48 @@
+// A parallel loop is outlined into @<kernel>_par<N>(ptr): live-ins travel in a
+// struct, the caller runs it with GOMP_parallel and the @dlc_num_threads count;
+// each thread computes its chunk from omp_get_thread_num/omp_get_num_threads.
+// A parallel loop nested in an outlined one runs serially.
+// RUN: dlc-opt %s -p lower-to-llvm | filecheck %s
+
+builtin.module {
+  func.func @k_0_scale(%x: memref<6x5xf32>, %y: memref<6x5xf32>) attributes {tloop.kernel} {
+    %two = arith.constant 2.0 : f32
+    tloop.for %i = 1 to 6 step 2 parallel {
+      tloop.for %j = 0 to 5 parallel {
+        %v = memref.load %x[%i, %j] : memref<6x5xf32>
+        %s = arith.mulf %v, %two : f32
+        memref.store %s, %y[%i, %j] : memref<6x5xf32>
+      }
+    }
+    func.return
+  }
+}
+
+// CHECK:       llvm.func @k_0_scale(%[[X:[0-9]+]]: !llvm.ptr {llvm.noalias}, %[[Y:[0-9]+]]: !llvm.ptr {llvm.noalias})
+// CHECK:         %[[CTX:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(!llvm.ptr, f32, !llvm.ptr)>
+// CHECK:         %[[TWO:.*]] = llvm.mlir.constant(2.000000e+00 : f32) : f32
+// CHECK:         llvm.getelementptr inbounds %[[CTX]][0, 0]
+// CHECK:         llvm.store %[[X]]
+// CHECK:         llvm.getelementptr inbounds %[[CTX]][0, 1]
+// CHECK:         llvm.store %[[TWO]]
+// CHECK:         llvm.getelementptr inbounds %[[CTX]][0, 2]
+// CHECK:         llvm.store %[[Y]]
+// CHECK:         %[[FN:.*]] = llvm.mlir.addressof @k_0_scale_par0 : !llvm.ptr
+// CHECK-NEXT:    %[[NPTR:.*]] = llvm.mlir.addressof @dlc_num_threads : !llvm.ptr
+// CHECK-NEXT:    %[[N:.*]] = llvm.load %[[NPTR]] : !llvm.ptr -> i32
+// CHECK-NEXT:    %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[CTX]], %[[N]], %[[FLAGS]]) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
+// CHECK-NEXT:    llvm.return
+
+// CHECK-DAG:   llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)
+// CHECK-DAG:   llvm.func @omp_get_thread_num() -> i32
+// CHECK-DAG:   llvm.func @omp_get_num_threads() -> i32
+
+// CHECK-LABEL: llvm.func internal @k_0_scale_par0(%{{.*}}: !llvm.ptr)
+// CHECK:         llvm.call @omp_get_thread_num()
+// CHECK:         llvm.call @omp_get_num_threads()
+// trip count of 1 to 6 step 2
+// CHECK:         llvm.mlir.constant(3) : i64
+// CHECK:         llvm.sdiv
+// CHECK-NOT:     GOMP_parallel
+// CHECK:         llvm.return

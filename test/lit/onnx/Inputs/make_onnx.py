@@ -1,0 +1,97 @@
+"""Write a small ONNX model for the lit tests: `make_onnx.py NAME OUT.onnx`.
+
+Models are built with onnx.helper so the tests need no binary files."""
+
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def vi(name, shape, elem=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, elem, shape)
+
+
+def model(nodes, inputs, outputs, inits=(), opset=17):
+    m = helper.make_model(helper.make_graph(nodes, "g", inputs, outputs, list(inits)),
+                          opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    return m
+
+
+def conv_block():
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.float32), "conv.weight")
+    b = numpy_helper.from_array(np.arange(4, dtype=np.float32), "conv.bias")
+    nodes = [
+        helper.make_node("Conv", ["x", "conv.weight", "conv.bias"], ["c"], name="conv",
+                         pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("Relu", ["c"], ["r"], name="relu"),
+        helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2],
+                         ceil_mode=1),
+        helper.make_node("Flatten", ["p"], ["y"], name="flatten"),
+    ]
+    return model(nodes, [vi("x", [1, 3, 9, 9])], [vi("y", None)], [w, b])
+
+
+def shape_folding():
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"], name="shape"),
+        helper.make_node("Slice", ["s", "zero", "one"], ["n"], name="slice"),
+        helper.make_node("Concat", ["n", "minus1"], ["target"], name="concat", axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"], name="reshape"),
+    ]
+    inits = [numpy_helper.from_array(np.array([v], np.int64), n)
+             for n, v in (("zero", 0), ("one", 1), ("minus1", -1))]
+    return model(nodes, [vi("x", [2, 3, 5])], [vi("y", None)], inits)
+
+
+def legacy_softmax():
+    nodes = [helper.make_node("Softmax", ["x"], ["y"], name="softmax", axis=1)]
+    return model(nodes, [vi("x", [2, 3, 5])], [vi("y", None)], opset=11)
+
+
+def dynamic_batch():
+    return model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                 [vi("x", ["N", 3])], [vi("y", None)])
+
+
+def unsupported():
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="relu"),
+        helper.make_node("LSTM", ["a", "a", "a"], ["b"], name="lstm_1"),
+        helper.make_node("LSTM", ["b", "b", "b"], ["c"], name="lstm_2"),
+        helper.make_node("Loop", ["c"], ["y"], name="loop"),
+    ]
+    return model(nodes, [vi("x", [2])], [vi("y", None)])
+
+
+def dangling():
+    return model([helper.make_node("Add", ["x", "missing"], ["y"], name="add")],
+                 [vi("x", [2])], [vi("y", None)])
+
+
+def bad_initializer():
+    w = numpy_helper.from_array(np.ones((3, 4), np.float32), "w")
+    w.raw_data = w.raw_data[:-8]
+    return model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                 [vi("x", [2, 3])], [vi("y", None)], [w])
+
+
+MODELS = {f.__name__: f for f in (conv_block, shape_folding, legacy_softmax, dynamic_batch,
+                                  unsupported, dangling, bad_initializer)}
+
+
+def main():
+    name, out = sys.argv[1], sys.argv[2]
+    if name == "truncated":
+        data = conv_block().SerializeToString()
+        open(out, "wb").write(data[: len(data) // 3])
+    elif name == "not_onnx":
+        open(out, "w").write("name,value\nalpha,1\n")
+    else:
+        onnx.save(MODELS[name](), out)
+
+
+if __name__ == "__main__":
+    main()

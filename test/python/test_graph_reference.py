@@ -1,0 +1,273 @@
+"""Every graph op's numpy reference against ONNX semantics (``onnx.reference``)
+on odd shapes (primes, 1s, broadcasting), and ``Op.make``'s inferred result
+type against the type of what the reference returns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.dialects.builtin import Float32Type
+
+from dlc.dialects import graph as g
+from dlc.dialects.graph import GRAPH_OPS
+from test_graph_util import onnx_run, rand, run
+
+f32, i32, i64 = np.float32, np.int32, np.int64
+
+
+def _i64(*v):
+    return np.array(v, dtype=np.int64)
+
+
+def pos(*shape):
+    return rand(*shape, low=0.1, high=3.0)
+
+
+# (case id, op class, inputs, graph attrs, onnx (op_type, attrs, const inputs, opset) or a numpy fn)
+CASES = [
+    # -- elementwise unary
+    ("neg", g.NegOp, [rand(3, 1, 5)], {}, ("Neg", {}, (), 18)),
+    ("neg_i32", g.NegOp, [rand(7, dtype=i32)], {}, ("Neg", {}, (), 18)),
+    ("abs", g.AbsOp, [rand(2, 7)], {}, ("Abs", {}, (), 18)),
+    ("abs_i64", g.AbsOp, [rand(5, dtype=i64)], {}, ("Abs", {}, (), 18)),
+    ("sign", g.SignOp, [np.array([-2.0, 0.0, 3.0], f32)], {}, ("Sign", {}, (), 18)),
+    ("exp", g.ExpOp, [rand(3, 5)], {}, ("Exp", {}, (), 18)),
+    ("log", g.LogOp, [pos(3, 5)], {}, ("Log", {}, (), 18)),
+    ("sqrt", g.SqrtOp, [pos(1, 7)], {}, ("Sqrt", {}, (), 18)),
+    ("rsqrt", g.RsqrtOp, [pos(1, 7)], {}, lambda x: 1 / np.sqrt(x)),
+    ("reciprocal", g.ReciprocalOp, [pos(11)], {}, ("Reciprocal", {}, (), 18)),
+    ("tanh", g.TanhOp, [rand(2, 3)], {}, ("Tanh", {}, (), 18)),
+    ("sigmoid", g.SigmoidOp, [rand(2, 3, 5)], {}, ("Sigmoid", {}, (), 18)),
+    ("relu", g.ReluOp, [rand(13)], {}, ("Relu", {}, (), 18)),
+    ("relu_i32", g.ReluOp, [rand(13, dtype=i32)], {}, ("Relu", {}, (), 18)),
+    ("erf", g.ErfOp, [rand(3, 7)], {}, ("Erf", {}, (), 18)),
+    ("floor", g.FloorOp, [rand(3, 7)], {}, ("Floor", {}, (), 18)),
+    ("ceil", g.CeilOp, [rand(3, 7)], {}, ("Ceil", {}, (), 18)),
+    ("round", g.RoundOp, [np.array([0.5, 1.5, 2.5, -0.5, -1.5, 0.4], f32)], {}, ("Round", {}, (), 18)),
+    ("sin", g.SinOp, [rand(5)], {}, ("Sin", {}, (), 18)),
+    ("cos", g.CosOp, [rand(5)], {}, ("Cos", {}, (), 18)),
+    ("softplus", g.SoftplusOp, [rand(2, 5)], {}, ("Softplus", {}, (), 18)),
+    ("not", g.NotOp, [rand(3, 5, dtype=np.bool_)], {}, ("Not", {}, (), 18)),
+    ("gelu", g.GeluOp, [rand(3, 7)], {}, ("Gelu", {}, (), 20)),
+    ("gelu_tanh", g.GeluOp, [rand(3, 7)], {"approximate": "tanh"}, ("Gelu", {"approximate": "tanh"}, (), 20)),
+    ("clip", g.ClipOp, [rand(3, 5)], {"min": -1.0, "max": 2.0},
+     ("Clip", {}, (np.array(-1.0, f32), np.array(2.0, f32)), 18)),
+    ("clip_min_only", g.ClipOp, [rand(3, 5)], {"min": 0.5}, ("Clip", {}, (np.array(0.5, f32),), 18)),
+    ("clip_i32", g.ClipOp, [rand(7, dtype=i32)], {"min": -1, "max": 2},
+     ("Clip", {}, (np.array(-1, i32), np.array(2, i32)), 18)),
+    ("leaky_relu", g.LeakyReluOp, [rand(3, 5)], {"alpha": 0.1}, ("LeakyRelu", {"alpha": 0.1}, (), 18)),
+    ("leaky_relu_default", g.LeakyReluOp, [rand(3, 5)], {}, ("LeakyRelu", {}, (), 18)),
+    ("elu", g.EluOp, [rand(3, 5)], {"alpha": 0.7}, ("Elu", {"alpha": 0.7}, (), 18)),
+    ("hard_sigmoid", g.HardSigmoidOp, [rand(3, 5)], {"alpha": 0.3, "beta": 0.4},
+     ("HardSigmoid", {"alpha": 0.3, "beta": 0.4}, (), 18)),
+    # -- cast
+    ("cast_f2i", g.CastOp, [rand(3, 5)], {"to": g.i64}, ("Cast", {"to": 7}, (), 18)),
+    ("cast_i2f", g.CastOp, [rand(7, dtype=i32)], {"to": Float32Type()}, ("Cast", {"to": 1}, (), 18)),
+    ("cast_f2bool", g.CastOp, [np.array([0.0, -0.5, 2.0], f32)], {"to": g.i1}, ("Cast", {"to": 9}, (), 18)),
+    # -- binary with broadcasting
+    ("add", g.AddOp, [rand(3, 1, 5), rand(7, 1)], {}, ("Add", {}, (), 18)),
+    ("add_scalar", g.AddOp, [rand(3, 5), np.array(2.0, f32)], {}, ("Add", {}, (), 18)),
+    ("sub", g.SubOp, [rand(1, 5), rand(3, 1)], {}, ("Sub", {}, (), 18)),
+    ("mul_i32", g.MulOp, [rand(2, 3, dtype=i32), rand(3, dtype=i32)], {}, ("Mul", {}, (), 18)),
+    ("div", g.DivOp, [rand(2, 3), pos(3)], {}, ("Div", {}, (), 18)),
+    ("div_i32", g.DivOp, [np.array([7, -7, 7, -7], i32), np.array([2, 2, -2, -2], i32)], {},
+     ("Div", {}, (), 18)),
+    ("pow", g.PowOp, [pos(2, 3), rand(3)], {}, ("Pow", {}, (), 18)),
+    ("mod", g.ModOp, [rand(2, 5), pos(5)], {}, ("Mod", {"fmod": 1}, (), 18)),
+    ("mod_i32", g.ModOp, [np.array([7, -7, 7, -7], i32), np.array([3, 3, -3, -3], i32)], {},
+     ("Mod", {"fmod": 1}, (), 18)),
+    ("max", g.MaxOp, [rand(3, 1), rand(1, 5)], {}, ("Max", {}, (), 18)),
+    ("min", g.MinOp, [rand(3, 1), rand(1, 5)], {}, ("Min", {}, (), 18)),
+    ("equal", g.EqualOp, [rand(3, 5, dtype=i32), rand(5, dtype=i32)], {}, ("Equal", {}, (), 18)),
+    ("equal_bool", g.EqualOp, [rand(3, dtype=np.bool_), rand(3, dtype=np.bool_)], {}, ("Equal", {}, (), 18)),
+    ("not_equal", g.NotEqualOp, [rand(3, 5, dtype=i32), rand(5, dtype=i32)], {}, np.not_equal),
+    ("less", g.LessOp, [rand(3, 5), rand(5)], {}, ("Less", {}, (), 18)),
+    ("less_equal", g.LessEqualOp, [rand(3, 5, dtype=i32), rand(1, dtype=i32)], {}, ("LessOrEqual", {}, (), 18)),
+    ("greater", g.GreaterOp, [rand(3, 5), rand(5)], {}, ("Greater", {}, (), 18)),
+    ("greater_equal", g.GreaterEqualOp, [rand(3, 5, dtype=i32), rand(3, 1, dtype=i32)], {},
+     ("GreaterOrEqual", {}, (), 18)),
+    ("and", g.AndOp, [rand(3, 5, dtype=np.bool_), rand(5, dtype=np.bool_)], {}, ("And", {}, (), 18)),
+    ("or", g.OrOp, [rand(3, 5, dtype=np.bool_), rand(5, dtype=np.bool_)], {}, ("Or", {}, (), 18)),
+    ("xor", g.XorOp, [rand(3, 5, dtype=np.bool_), rand(5, dtype=np.bool_)], {}, ("Xor", {}, (), 18)),
+    ("where", g.WhereOp, [rand(5, dtype=np.bool_), rand(3, 5), rand(3, 1)], {}, ("Where", {}, (), 18)),
+    # -- linear algebra
+    ("matmul", g.MatmulOp, [rand(7, 3), rand(3, 5)], {}, ("MatMul", {}, (), 18)),
+    ("matmul_batch", g.MatmulOp, [rand(2, 1, 3, 5), rand(7, 5, 11)], {}, ("MatMul", {}, (), 18)),
+    ("matmul_vec_mat", g.MatmulOp, [rand(5), rand(3, 5, 2)], {}, ("MatMul", {}, (), 18)),
+    ("matmul_mat_vec", g.MatmulOp, [rand(3, 5), rand(5)], {}, ("MatMul", {}, (), 18)),
+    ("matmul_vec_vec", g.MatmulOp, [rand(5), rand(5)], {}, ("MatMul", {}, (), 18)),
+    ("dense", g.DenseOp, [rand(3, 7), rand(5, 7), rand(5)], {}, ("Gemm", {"transB": 1}, (), 18)),
+    ("dense_nobias", g.DenseOp, [rand(3, 7), rand(5, 7)], {}, ("Gemm", {"transB": 1}, (), 18)),
+    ("dense_3d", g.DenseOp, [rand(2, 3, 7), rand(5, 7), rand(5)], {},
+     lambda x, w, b: x @ w.T + b),
+    # -- convolution
+    ("conv", g.Conv2DOp, [rand(2, 3, 7, 5), rand(4, 3, 3, 2)], {}, ("Conv", {}, (), 18)),
+    ("conv_stride_pad_dil", g.Conv2DOp, [rand(1, 2, 11, 9), rand(3, 2, 3, 3)],
+     {"strides": [2, 3], "padding": [1, 2, 0, 1], "dilations": [2, 1]},
+     ("Conv", {"strides": [2, 3], "pads": [1, 2, 0, 1], "dilations": [2, 1]}, (), 18)),
+    ("conv_groups", g.Conv2DOp, [rand(1, 6, 5, 5), rand(9, 2, 3, 3)], {"groups": 3, "padding": [1, 1, 1, 1]},
+     ("Conv", {"group": 3, "pads": [1, 1, 1, 1]}, (), 18)),
+    ("conv_depthwise", g.Conv2DOp, [rand(2, 5, 7, 7), rand(5, 1, 3, 3)], {"groups": 5, "strides": [2, 2]},
+     ("Conv", {"group": 5, "strides": [2, 2]}, (), 18)),
+    ("conv_nhwc_hwio", g.Conv2DOp, [rand(2, 7, 5, 3), rand(3, 2, 3, 4)],
+     {"data_layout": "NHWC", "kernel_layout": "HWIO", "padding": [1, 0, 1, 0]},
+     lambda x, w: onnx_run("Conv", [x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1)],
+                           {"pads": [1, 0, 1, 0]})[0].transpose(0, 2, 3, 1)),
+    ("conv_transpose", g.ConvTranspose2DOp, [rand(1, 4, 3, 5), rand(4, 2, 3, 3)],
+     {"strides": [2, 2]}, ("ConvTranspose", {"strides": [2, 2]}, (), 18)),
+    ("conv_transpose_full", g.ConvTranspose2DOp, [rand(2, 4, 5, 3), rand(4, 3, 3, 2)],
+     {"strides": [2, 3], "padding": [1, 0, 2, 1], "dilations": [1, 2], "output_padding": [1, 2]},
+     ("ConvTranspose", {"strides": [2, 3], "pads": [1, 0, 2, 1], "dilations": [1, 2],
+                        "output_padding": [1, 2]}, (), 18)),
+    # onnx.reference's ConvTranspose mishandles group > 1: check against the
+    # per-group definition (each group is an independent conv_transpose).
+    ("conv_transpose_groups", g.ConvTranspose2DOp, [rand(2, 4, 5, 3), rand(4, 3, 3, 2)],
+     {"strides": [2, 1], "padding": [1, 0, 0, 1], "groups": 2},
+     lambda x, w: np.concatenate([
+         onnx_run("ConvTranspose", [x[:, 2 * i:2 * i + 2], w[2 * i:2 * i + 2]],
+                  {"strides": [2, 1], "pads": [1, 0, 0, 1]})[0] for i in range(2)], axis=1)),
+    # -- pooling
+    ("max_pool", g.MaxPool2DOp, [rand(2, 3, 7, 5)], {"kernel": [3, 2]}, ("MaxPool", {"kernel_shape": [3, 2]}, (), 18)),
+    ("max_pool_full", g.MaxPool2DOp, [rand(1, 2, 11, 9)],
+     {"kernel": [3, 3], "strides": [2, 2], "padding": [1, 1, 1, 0], "dilations": [1, 2]},
+     ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 0], "dilations": [1, 2]}, (), 18)),
+    ("max_pool_ceil", g.MaxPool2DOp, [rand(1, 2, 8, 7)], {"kernel": [3, 3], "strides": [2, 2], "ceil_mode": True},
+     ("MaxPool", {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1}, (), 18)),
+    ("max_pool_i32", g.MaxPool2DOp, [rand(1, 2, 5, 5, dtype=i32)], {"kernel": [2, 2], "padding": [1, 1, 1, 1]},
+     lambda x: onnx_run("MaxPool", [x.astype(f32)], {"kernel_shape": [2, 2], "pads": [1, 1, 1, 1]})[0].astype(i32)),
+    ("avg_pool", g.AvgPool2DOp, [rand(2, 3, 7, 5)], {"kernel": [2, 3], "strides": [2, 1]},
+     ("AveragePool", {"kernel_shape": [2, 3], "strides": [2, 1]}, (), 19)),
+    ("avg_pool_pad", g.AvgPool2DOp, [rand(1, 2, 7, 7)], {"kernel": [3, 3], "padding": [1, 1, 1, 1]},
+     ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}, (), 19)),
+    ("avg_pool_pad_count", g.AvgPool2DOp, [rand(1, 2, 7, 7)],
+     {"kernel": [3, 3], "padding": [1, 1, 1, 1], "count_include_pad": True},
+     ("AveragePool", {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "count_include_pad": 1}, (), 19)),
+    ("avg_pool_nhwc", g.AvgPool2DOp, [rand(2, 7, 5, 3)], {"kernel": [3, 3], "layout": "NHWC", "padding": [1, 1, 1, 1]},
+     lambda x: onnx_run("AveragePool", [x.transpose(0, 3, 1, 2)], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]},
+                        opset=19)[0].transpose(0, 2, 3, 1)),
+    ("global_avg_pool", g.GlobalAvgPoolOp, [rand(2, 3, 7, 5)], {}, ("GlobalAveragePool", {}, (), 18)),
+    ("global_avg_pool_1d", g.GlobalAvgPoolOp, [rand(2, 3, 7)], {}, ("GlobalAveragePool", {}, (), 18)),
+    ("global_max_pool", g.GlobalMaxPoolOp, [rand(2, 3, 7, 5)], {}, ("GlobalMaxPool", {}, (), 18)),
+    ("global_max_pool_nhwc", g.GlobalMaxPoolOp, [rand(2, 7, 5, 3)], {"layout": "NHWC"},
+     lambda x: x.max(axis=(1, 2), keepdims=True)),
+    # -- normalization
+    ("batch_norm", g.BatchNormOp, [rand(2, 3, 5, 7), rand(3), rand(3), rand(3), pos(3)], {"epsilon": 1e-3},
+     ("BatchNormalization", {"epsilon": 1e-3}, (), 15)),
+    ("layer_norm", g.LayerNormOp, [rand(2, 5, 7), rand(7), rand(7)], {}, ("LayerNormalization", {}, (), 17)),
+    ("layer_norm_axis", g.LayerNormOp, [rand(2, 5, 7), rand(5, 7), rand(7)], {"axis": 1, "epsilon": 1e-3},
+     ("LayerNormalization", {"axis": 1, "epsilon": 1e-3}, (), 17)),
+    ("softmax", g.SoftmaxOp, [rand(3, 7)], {}, ("Softmax", {}, (), 18)),
+    ("softmax_axis0", g.SoftmaxOp, [rand(3, 7, 2)], {"axis": 0}, ("Softmax", {"axis": 0}, (), 18)),
+    ("log_softmax", g.LogSoftmaxOp, [rand(3, 7)], {"axis": 1}, ("LogSoftmax", {"axis": 1}, (), 18)),
+    # -- reductions
+    ("reduce_sum", g.ReduceSumOp, [rand(3, 5, 7)], {"axes": [1]}, ("ReduceSum", {"keepdims": 0}, (_i64(1),), 18)),
+    ("reduce_sum_keep", g.ReduceSumOp, [rand(3, 5, 7)], {"axes": [0, -1], "keepdims": True},
+     ("ReduceSum", {"keepdims": 1}, (_i64(0, -1),), 18)),
+    ("reduce_sum_all", g.ReduceSumOp, [rand(3, 5)], {}, ("ReduceSum", {"keepdims": 0}, (), 18)),
+    ("reduce_mean", g.ReduceMeanOp, [rand(3, 5, 7)], {"axes": [2]}, ("ReduceMean", {"keepdims": 0}, (_i64(2),), 18)),
+    ("reduce_max", g.ReduceMaxOp, [rand(3, 5, 7)], {"axes": [0, 2], "keepdims": True},
+     ("ReduceMax", {"keepdims": 1}, (_i64(0, 2),), 18)),
+    ("reduce_min_i32", g.ReduceMinOp, [rand(3, 5, dtype=i32)], {"axes": [1]},
+     ("ReduceMin", {"keepdims": 0}, (_i64(1),), 18)),
+    ("reduce_prod", g.ReduceProdOp, [rand(3, 5, low=0.5, high=1.5)], {"axes": [1]},
+     ("ReduceProd", {"keepdims": 0}, (_i64(1),), 18)),
+    ("argmax", g.ArgMaxOp, [rand(3, 5, 7)], {"axis": 1}, ("ArgMax", {"axis": 1, "keepdims": 0}, (), 18)),
+    ("argmax_last", g.ArgMaxOp, [np.array([[1, 3, 3], [2, 2, 0]], f32)], {"axis": 1, "select_last_index": True},
+     ("ArgMax", {"axis": 1, "keepdims": 0, "select_last_index": 1}, (), 18)),
+    ("argmin_keep", g.ArgMinOp, [rand(3, 5)], {"axis": -1, "keepdims": True},
+     ("ArgMin", {"axis": -1, "keepdims": 1}, (), 18)),
+    # -- data movement
+    ("reshape", g.ReshapeOp, [rand(3, 5, 7)], {"shape": [7, -1]}, ("Reshape", {}, (_i64(7, -1),), 18)),
+    ("transpose", g.TransposeOp, [rand(3, 5, 7)], {"perm": [1, 2, 0]}, ("Transpose", {"perm": [1, 2, 0]}, (), 18)),
+    ("transpose_default", g.TransposeOp, [rand(3, 5, 7)], {}, ("Transpose", {}, (), 18)),
+    ("broadcast_to", g.BroadcastToOp, [rand(3, 1)], {"shape": [2, 1, 5]}, ("Expand", {}, (_i64(2, 1, 5),), 18)),
+    ("squeeze", g.SqueezeOp, [rand(1, 3, 1, 5)], {"axes": [0, -2]}, ("Squeeze", {}, (_i64(0, -2),), 18)),
+    ("squeeze_all", g.SqueezeOp, [rand(1, 3, 1, 5)], {}, ("Squeeze", {}, (), 18)),
+    ("unsqueeze", g.UnsqueezeOp, [rand(3, 5)], {"axes": [0, -1]}, ("Unsqueeze", {}, (_i64(0, -1),), 18)),
+    ("slice", g.SliceOp, [rand(5, 7)], {"starts": [1], "ends": [6], "axes": [1], "steps": [2]},
+     ("Slice", {}, (_i64(1), _i64(6), _i64(1), _i64(2)), 18)),
+    ("slice_negative", g.SliceOp, [rand(5, 7)], {"starts": [-1, 100], "ends": [-100, -8], "steps": [-2, -3]},
+     ("Slice", {}, (_i64(-1, 100), _i64(-100, -8), _i64(0, 1), _i64(-2, -3)), 18)),
+    ("slice_clamp", g.SliceOp, [rand(5, 7)], {"starts": [-9], "ends": [1000], "axes": [-1]},
+     ("Slice", {}, (_i64(-9), _i64(1000), _i64(-1)), 18)),
+    ("pad", g.PadOp, [rand(3, 5)], {"pads": [0, 1, 2, 3], "value": 1.5},
+     ("Pad", {}, (_i64(0, 1, 2, 3), np.array(1.5, f32)), 18)),
+    # onnx.reference's Pad rejects negative pads: crop [1:, :2], then pad
+    ("pad_crop", g.PadOp, [rand(3, 5)], {"pads": [-1, 2, 1, -3]},
+     lambda x: np.pad(x[1:, :2], ((0, 1), (2, 0)))),
+    ("pad_reflect", g.PadOp, [rand(3, 5)], {"pads": [2, 1, 1, 4], "mode": "reflect"},
+     ("Pad", {"mode": "reflect"}, (_i64(2, 1, 1, 4),), 18)),
+    ("pad_edge", g.PadOp, [rand(3, 5)], {"pads": [2, 0, 0, 3], "mode": "edge"},
+     ("Pad", {"mode": "edge"}, (_i64(2, 0, 0, 3),), 18)),
+    ("concat", g.ConcatOp, [rand(3, 2), rand(3, 5), rand(3, 1)], {"axis": -1}, ("Concat", {"axis": -1}, (), 18)),
+    ("concat_one", g.ConcatOp, [rand(3, 2)], {"axis": 0}, ("Concat", {"axis": 0}, (), 18)),
+    ("split", g.SplitOp, [rand(3, 7)], {"axis": 1, "sizes": [2, 5]}, ("Split", {"axis": 1}, (_i64(2, 5),), 18)),
+    ("split_three", g.SplitOp, [rand(7, 3)], {"sizes": [1, 3, 3]}, ("Split", {"axis": 0}, (_i64(1, 3, 3),), 18)),
+    ("gather", g.GatherOp, [rand(7, 3), np.array([[0, -1, 3], [6, 2, -7]], i64)], {},
+     ("Gather", {"axis": 0}, (), 18)),
+    ("gather_axis1", g.GatherOp, [rand(2, 7, 3), np.array([4, 0], i32)], {"axis": 1}, ("Gather", {"axis": 1}, (), 18)),
+    ("gather_scalar", g.GatherOp, [rand(5, 3), np.array(2, i64)], {"axis": 0}, ("Gather", {"axis": 0}, (), 18)),
+    ("resize_nearest", g.ResizeOp, [rand(1, 2, 3, 5)], {"sizes": [1, 2, 7, 2]},
+     ("Resize", {"mode": "nearest"}, (None, None, _i64(1, 2, 7, 2)), 18)),
+    ("resize_nearest_asym_floor", g.ResizeOp, [rand(1, 2, 3, 5)],
+     {"sizes": [1, 2, 7, 11], "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+     ("Resize", {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"},
+      (None, None, _i64(1, 2, 7, 11)), 18)),
+    ("resize_linear", g.ResizeOp, [rand(1, 2, 3, 5)], {"sizes": [1, 2, 7, 3], "mode": "linear"},
+     ("Resize", {"mode": "linear"}, (None, None, _i64(1, 2, 7, 3)), 18)),
+    ("resize_linear_align", g.ResizeOp, [rand(1, 2, 3, 5)],
+     {"sizes": [1, 2, 7, 9], "mode": "linear", "coordinate_transformation_mode": "align_corners"},
+     ("Resize", {"mode": "linear", "coordinate_transformation_mode": "align_corners"},
+      (None, None, _i64(1, 2, 7, 9)), 18)),
+    ("resize_linear_pytorch", g.ResizeOp, [rand(1, 2, 5, 3)],
+     {"sizes": [1, 2, 2, 7], "mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+     ("Resize", {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
+      (None, None, _i64(1, 2, 2, 7)), 18)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_reference_matches_onnx(case):
+    _, op_cls, inputs, attrs, oracle = case
+    got = run(op_cls, inputs, **attrs)  # also checks the inferred types
+    if callable(oracle):
+        want = oracle(*inputs)
+        want = want if isinstance(want, list) else [want]
+    else:
+        op_type, onnx_attrs, consts, opset = oracle
+        want = onnx_run(op_type, inputs, onnx_attrs, consts, opset, n_out=len(got))
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        b = np.asarray(b)
+        assert a.shape == b.shape
+        if a.dtype.kind == "f":
+            np.testing.assert_allclose(a, b.astype(a.dtype), rtol=2e-5, atol=2e-6)
+        else:
+            np.testing.assert_array_equal(a, b)
+
+
+def test_every_op_has_a_reference_case():
+    covered = {c[1] for c in CASES} | {g.ConstantOp, g.WeightOp}  # those two: test_graph_syntax / test_weights
+    missing = sorted(op.name for op in GRAPH_OPS if op not in covered)
+    assert not missing, f"ops without a reference case: {missing}"
+
+
+def test_softplus_does_not_overflow():
+    (out,) = run(g.SoftplusOp, [np.array([100.0, -100.0, 0.0], f32)])
+    np.testing.assert_allclose(out, [100.0, 0.0, np.log(2.0)], rtol=1e-6, atol=1e-30)
+
+
+def test_gelu_matches_its_formula_in_f64():
+    x = rand(17, dtype=np.float64)
+    from math import erf, sqrt
+
+    (out,) = run(g.GeluOp, [x])
+    np.testing.assert_allclose(out, [0.5 * v * (1 + erf(v / sqrt(2))) for v in x], rtol=1e-12)
+
+
+def test_cast_to_bool_and_back():
+    x = np.array([0.0, -0.5, 2.0], f32)
+    (b,) = run(g.CastOp, [x], to=g.i1)
+    np.testing.assert_array_equal(b, [False, True, True])
+    (back,) = run(g.CastOp, [b], to=g.i64)
+    np.testing.assert_array_equal(back, [0, 1, 1])

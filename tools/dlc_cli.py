@@ -1,0 +1,313 @@
+"""dlc: compile and run models from the command line.
+
+    dlc compile model.onnx -o model.so [--target llvm] [--pass-timing]
+    dlc run model.mlir|model.onnx|model.so [--entry NAME] [--input x.npy | --input x=x.npy ...]
+            [--check] [--repeat N] [--threads N] [--seed S]
+
+``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
+is parsed here first, so syntax and verifier errors point at the source line);
+``run`` on a .so uses the numpy+ctypes runtime ``dlc.runtime.load``. ``run``
+feeds seeded random inputs unless given ``--input``, prints each output's
+shape, dtype and a checksum and the median run time; ``--check`` compares
+with the reference evaluator (MLIR) or onnxruntime (ONNX).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from dlc.tools.diagnostics import DiagnosticError, parse_module, read_text, run_tool, verify_module
+from dlc.tools.dlc_opt import ArgumentParser, load_weights, print_timings
+
+TOOL = "dlc"
+Spec = tuple[str, tuple[int, ...], np.dtype]
+
+
+def build_arg_parser() -> ArgumentParser:
+    ap = ArgumentParser(prog=TOOL, description="Compile and run models with dlc.")
+    sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    comp = sub.add_parser("compile", help="compile .mlir/.onnx to a shared library")
+    comp.add_argument("model", help="model.mlir or model.onnx")
+    comp.add_argument("-o", "--output", required=True, help="output shared library (.so)")
+    comp.add_argument("--target", default="llvm", help="backend (default: llvm)")
+    comp.add_argument("--entry", help="function to export as the default entry (default: @main)")
+    comp.add_argument("--threads", type=int, help="thread count baked in as default")
+    comp.add_argument("--pass-timing", action="store_true", help="print the time of each stage to stderr")
+
+    run = sub.add_parser("run", help="run a model on given or random inputs")
+    run.add_argument("model", help="model.mlir, model.onnx or model.so")
+    run.add_argument("--entry", help="function to run (default: @main)")
+    run.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
+                     help="an input array, in order or by name (repeatable)")
+    run.add_argument("--check", action="store_true",
+                     help="compare with the reference evaluator (MLIR) or onnxruntime (ONNX)")
+    run.add_argument("--repeat", type=int, default=5, help="timed runs (default 5)")
+    run.add_argument("--threads", type=int, help="threads for parallel loops")
+    run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    run.add_argument("--target", default="llvm", help="backend (default: llvm)")
+    run.add_argument("--rtol", type=float, default=1e-4, help="--check relative tolerance (floats)")
+    run.add_argument("--atol", type=float, default=1e-5, help="--check absolute tolerance (floats)")
+    return ap
+
+
+# ---------------------------------------------------------------------------
+# loading models
+# ---------------------------------------------------------------------------
+
+
+def _kind(path: str) -> str:
+    ext = os.path.splitext(path)[1].lower()
+    if ext in (".mlir", ".onnx", ".so"):
+        return ext[1:]
+    raise DiagnosticError(f"'{path}': unknown model kind '{ext or '(none)'}' (expected .mlir, .onnx or .so)")
+
+
+def _user_errors() -> tuple[type[BaseException], ...]:
+    """Exception classes that mean bad input (not a dlc bug)."""
+    from xdsl.utils.exceptions import DiagnosticException
+
+    from dlc.evaluator import EvaluationError
+    from dlc.runtime import DlcRuntimeError
+
+    classes: list[type[BaseException]] = [DiagnosticException, DlcRuntimeError, EvaluationError]
+    for module, name in (("dlc.frontends.onnx", "OnnxImportError"), ("dlc.driver", "CompileError")):
+        try:
+            cls = getattr(importlib.import_module(module), name, None)
+        except Exception:  # a module still being written: nothing to add
+            cls = None
+        if isinstance(cls, type):
+            classes.append(cls)
+    return tuple(classes)
+
+
+def _guard(what: str, fn, *args, **kwargs):
+    """Call ``fn``; errors that mean bad input become one diagnostic."""
+    try:
+        return fn(*args, **kwargs)
+    except DiagnosticError:
+        raise
+    except Exception as err:
+        if isinstance(err, _user_errors()):
+            first = (str(err).strip().split("\n") or [""])[0]
+            raise DiagnosticError(f"{what}: {first}") from None
+        raise
+
+
+def _driver():
+    try:
+        return importlib.import_module("dlc.driver")
+    except ImportError as err:
+        raise DiagnosticError(
+            f"compiling needs dlc.driver, which is not available here ({err})"
+        ) from None
+
+
+def parse_mlir(path: str):
+    """Parse + verify a .mlir file with located diagnostics, weights loaded."""
+    from dlc.context import make_context
+
+    text, source = read_text(path)
+    module = parse_module(make_context(), text, source)
+    load_weights(module, path, source)
+    verify_module(module)
+    return module
+
+
+def compile_model(path: str, target: str, entry: str | None, threads: int | None):
+    kind = _kind(path)
+    if kind == "so":
+        raise DiagnosticError(f"'{path}' is already compiled")
+    if not os.path.exists(path):
+        raise DiagnosticError(f"cannot open '{path}': no such file")
+    source = parse_mlir(path) if kind == "mlir" else path
+    driver = _driver()
+    return _guard(f"compiling '{path}'", driver.compile, source, target=target, entry=entry,
+                  num_threads=threads)
+
+
+# ---------------------------------------------------------------------------
+# dlc compile
+# ---------------------------------------------------------------------------
+
+
+def cmd_compile(args) -> int:
+    compiled = compile_model(args.model, args.target, args.entry, args.threads)
+    out = os.path.abspath(args.output)
+    tmp = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp{os.getpid()}.so")
+    try:
+        _guard(f"exporting '{args.output}'", compiled.export, tmp)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    if args.pass_timing:
+        print_timings(dict(getattr(compiled, "timings", {}) or {}), sys.stderr)
+    return 0
+
+
+# ---------------------------------------------------------------------------
+# dlc run
+# ---------------------------------------------------------------------------
+
+
+def random_input(spec: Spec, rng: np.random.Generator) -> np.ndarray:
+    _, shape, dtype = spec
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if dtype.kind == "f":
+        return rng.uniform(-1.0, 1.0, shape).astype(dtype)
+    if dtype.kind == "u":
+        return rng.integers(0, 10, shape).astype(dtype)
+    if dtype.kind == "i":
+        return rng.integers(-10, 10, shape).astype(dtype)
+    raise DiagnosticError(f"cannot make a random input of dtype {dtype}")
+
+
+def load_inputs(specs: list[Spec], given: list[str], seed: int) -> list[np.ndarray]:
+    """Inputs from ``--input`` (positional or NAME=FILE), the rest random."""
+    names = [name for name, _, _ in specs]
+    chosen: dict[int, np.ndarray] = {}
+    position = 0
+    for item in given:
+        name, sep, path = item.partition("=")
+        if sep and not name.endswith(".npy"):
+            if name not in names:
+                raise DiagnosticError(f"--input {item}: no input named '{name}' (inputs: {', '.join(names)})")
+            index = names.index(name)
+        else:
+            path, index = item, position
+            position += 1
+        if index >= len(specs):
+            raise DiagnosticError(f"--input {item}: the model takes only {len(specs)} inputs")
+        try:
+            array = np.load(path, allow_pickle=False)
+        except FileNotFoundError:
+            raise DiagnosticError(f"cannot open '{path}': no such file") from None
+        except (OSError, ValueError) as err:
+            raise DiagnosticError(f"cannot read '{path}' as a .npy array: {err}") from None
+        _, shape, dtype = specs[index]
+        if tuple(array.shape) != tuple(shape):
+            raise DiagnosticError(
+                f"--input {item}: shape {tuple(array.shape)} does not match input '{names[index]}' {tuple(shape)}")
+        if array.dtype != np.dtype(dtype):
+            raise DiagnosticError(
+                f"--input {item}: dtype {array.dtype} does not match input '{names[index]}' {np.dtype(dtype)}")
+        chosen[index] = array
+    rng = np.random.default_rng(seed)
+    return [chosen[i] if i in chosen else random_input(spec, rng) for i, spec in enumerate(specs)]
+
+
+def describe_output(index: int, name: str, array: np.ndarray) -> str:
+    flat = array.reshape(-1)
+    first = ", ".join(f"{v:.6g}" if array.dtype.kind == "f" else str(v) for v in flat[:4])
+    more = ", ..." if flat.size > 4 else ""
+    total = flat.astype(np.float64).sum() if flat.size else 0.0
+    return (f"output {index} '{name}': shape {tuple(array.shape)} {array.dtype} "
+            f"sum={total:.6g} first=[{first}{more}]")
+
+
+def reference_outputs(path: str, kind: str, entry: str | None, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    if kind == "mlir":
+        from dlc.evaluator import evaluate
+
+        module = parse_mlir(path)
+        return _guard("reference evaluator", evaluate, module, inputs, entry)
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise DiagnosticError("--check on ONNX needs onnxruntime (pip install onnxruntime)") from None
+    try:
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        feeds = {i.name: a for i, a in zip(session.get_inputs(), inputs)}
+        return [np.asarray(o) for o in session.run(None, feeds)]
+    except Exception as err:
+        raise DiagnosticError(f"onnxruntime: {str(err).strip().splitlines()[0]}") from None
+
+
+def compare(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float) -> bool:
+    if len(outputs) != len(expected):
+        print(f"check: FAILED: {len(outputs)} outputs, the reference has {len(expected)}")
+        return False
+    ok = True
+    for i, (got, want) in enumerate(zip(outputs, expected)):
+        want = np.asarray(want)
+        if got.shape != want.shape:
+            print(f"check: output {i}: FAILED: shape {got.shape}, reference {want.shape}")
+            ok = False
+            continue
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        abs_err = np.abs(g - w)
+        max_abs = float(abs_err.max()) if abs_err.size else 0.0
+        rel = abs_err / np.maximum(np.abs(w), 1e-30)
+        max_rel = float(rel.max()) if rel.size else 0.0
+        if got.dtype.kind == "f":
+            good = bool(np.all((abs_err <= atol + rtol * np.abs(w)) | (np.isnan(g) & np.isnan(w))))
+        else:
+            good = bool(np.array_equal(g, w))
+        print(f"check: output {i}: max abs err {max_abs:.3g}, max rel err {max_rel:.3g}: "
+              f"{'ok' if good else 'FAILED'}")
+        ok &= good
+    return ok
+
+
+def cmd_run(args) -> int:
+    kind = _kind(args.model)
+    if args.repeat < 1:
+        raise DiagnosticError("--repeat needs a number >= 1")
+    if kind == "so":
+        if args.check:
+            raise DiagnosticError("--check needs the .mlir or .onnx model (a .so has no reference)")
+        from dlc.runtime import load
+
+        module = _guard(f"loading '{args.model}'", load, args.model, num_threads=args.threads)
+        entry = args.entry or module.default_entry
+        if entry not in module.entries:
+            raise DiagnosticError(f"no entry point named @{entry} in '{args.model}' "
+                                  f"(have {', '.join('@' + e for e in module.entries)})")
+        point = module.entries[entry]
+        call, in_specs, out_specs = point, list(point.inputs), list(point.outputs)
+    else:
+        compiled = compile_model(args.model, args.target, args.entry, args.threads)
+        call, in_specs = compiled, list(compiled.input_specs)
+        out_specs = list(compiled.output_specs)
+
+    inputs = load_inputs(in_specs, args.input, args.seed)
+    outputs = _guard("running", call, *inputs)
+    times = []
+    for _ in range(args.repeat):
+        start = time.perf_counter()
+        _guard("running", call, *inputs)
+        times.append(time.perf_counter() - start)
+    for i, array in enumerate(outputs):
+        name = out_specs[i][0] if i < len(out_specs) else f"#{i}"
+        print(describe_output(i, name, np.asarray(array)))
+    print(f"median run time: {statistics.median(times) * 1e3:.3f} ms over {args.repeat} runs")
+    if args.check:
+        expected = reference_outputs(args.model, kind, args.entry, inputs)
+        if not compare([np.asarray(o) for o in outputs], expected, args.rtol, args.atol):
+            raise DiagnosticError("outputs differ from the reference")
+    return 0
+
+
+def run(argv: list[str]) -> int:
+    args = build_arg_parser().parse_args(argv)
+    if args.command == "compile":
+        return cmd_compile(args)
+    return cmd_run(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_tool(TOOL, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,27 @@
+"""`tloop-cache-write`: Accumulate the tile of `buffer` written inside `loop` of `kernel` in a local memref.alloca.
+
+Thin command-line wrapper over `dlc.lowering.schedule` (the primitive and its
+legality rules live there)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from dlc.lowering.schedule.passes import run_primitive
+
+
+@dataclass(frozen=True)
+class TLoopCacheWritePass(ModulePass):
+    """Accumulate the tile of `buffer` written inside `loop` of `kernel` in a local memref.alloca."""
+
+    name = "tloop-cache-write"
+    kernel: str
+    buffer: str
+    loop: str
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        run_primitive(op, self.kernel, lambda s: s.cache_write(self.buffer, self.loop))
