@@ -2,7 +2,7 @@
 
 Pipeline (each stage timed in ``CompiledModule.timings``)::
 
-    parse/import -> fold-constant -> legalize -> lower-to-loops
+    parse/import -> legalize -> fold-constant -> lower-to-loops
       -> default schedules -> lower-to-llvm -> llvmlite (O3) -> MCJIT
 
 A source may be graph-level IR, loop-level IR (tloop kernels + host
@@ -28,7 +28,10 @@ from dlc.weights import attach, load_for_module, store_of
 
 HOST_ATTR = "tloop.host"
 NUM_INPUTS_ATTR = "tloop.num_inputs"
-GRAPH_PASSES = ("fold-constant", "legalize")
+# expand-control-flow first: unrolled bodies are then legalized and folded like any op
+GRAPH_PASSES = ("expand-control-flow", "legalize", "fold-constant",  # fold after legalize: batch_norm parameters fold too
+                "simplify-inference",  # then per-channel scales go into conv/matmul weights
+                "fuse-ops")  # elementwise epilogues join their producer's kernel
 
 
 class CompileError(DiagnosticException):
@@ -40,8 +43,11 @@ class CompileError(DiagnosticException):
 # ---------------------------------------------------------------------------
 
 
-def load_module(source) -> ModuleOp:
-    """MLIR text, a path to .mlir/.onnx, an onnx.ModelProto or a ModuleOp -> a private ModuleOp."""
+def load_module(source, example_args=None) -> ModuleOp:
+    """MLIR text, a path to .mlir/.onnx/.tflite/.pt2, an onnx.ModelProto, a torch
+    nn.Module (with ``example_args``) or ExportedProgram, or a ModuleOp -> a private ModuleOp."""
+    if _is_torch(source):
+        return _import_torch(source, example_args)
     if isinstance(source, ModuleOp):
         clone = source.clone()
         store = store_of(source, create=False)
@@ -54,6 +60,10 @@ def load_module(source) -> ModuleOp:
             raise CompileError(f"{path}: no such file")
         if path.endswith(".onnx"):
             return _import_onnx(path)
+        if path.endswith(".tflite"):
+            return _import_tflite(path)
+        if path.endswith(".pt2"):
+            return _import_torch(path, None)
         with open(path) as f:
             return _parse(f.read(), path)
     if isinstance(source, str):
@@ -67,7 +77,7 @@ def load_module(source) -> ModuleOp:
 def _looks_like_path(source) -> bool:
     text = os.fspath(source)
     return "\n" not in text and "{" not in text and (
-        text.endswith((".mlir", ".onnx")) or os.path.exists(text))
+        text.endswith((".mlir", ".onnx", ".tflite", ".pt2")) or os.path.exists(text))
 
 
 def _parse(text: str, path: str | None) -> ModuleOp:
@@ -86,6 +96,40 @@ def _parse(text: str, path: str | None) -> ModuleOp:
     if path is not None:
         load_for_module(module, path)
     return module
+
+
+def _is_torch(source) -> bool:
+    """An nn.Module or ExportedProgram (checked by class name: torch stays optional)."""
+    return any((c.__module__, c.__name__) in (("torch.nn.modules.module", "Module"),
+                                              ("torch.export.exported_program", "ExportedProgram"))
+               for c in type(source).__mro__)
+
+
+def _import_torch(source, example_args) -> ModuleOp:
+    try:
+        from dlc.frontends.torch import TorchImportError, from_exported_program, from_module
+        from dlc.frontends.torch.importer import load_exported_program
+    except ImportError:
+        raise CompileError("PyTorch import needs torch (pip install torch)") from None
+    try:
+        if isinstance(source, (str, os.PathLike)):
+            return load_exported_program(os.fspath(source))
+        if type(source).__name__ == "ExportedProgram":
+            return from_exported_program(source)
+        if example_args is None:
+            raise CompileError("compiling an nn.Module needs example_args (a tuple of example inputs)")
+        return from_module(source, example_args)
+    except TorchImportError as err:
+        raise CompileError(str(err)) from None
+
+
+def _import_tflite(source) -> ModuleOp:
+    from dlc.frontends.tflite import TfliteImportError, import_tflite
+
+    try:
+        return import_tflite(source)
+    except TfliteImportError as err:
+        raise CompileError(str(err)) from None
 
 
 def _import_onnx(source) -> ModuleOp:
@@ -216,6 +260,9 @@ def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = N
         with _timed(timings, "schedule"):
             _apply_default_schedules(module)
     if _level(module) == "loops":
+        with _timed(timings, "expand-math"):
+            _run_pass("expand-math", module, required=False)  # vectorizable exp/log/tanh/erf
+    if _level(module) == "loops":
         with _timed(timings, "lower-to-llvm"):
             _run_pass("lower-to-llvm", module, required=True)
     try:
@@ -305,9 +352,10 @@ class CompiledModule:
         return path
 
 
-def compile(source, target: str = "llvm", entry: str | None = None,
+def compile(source, example_args=None, target: str = "llvm", entry: str | None = None,
             num_threads: int | None = None, opt: int = 3) -> CompiledModule:
-    """Compile ``source`` (MLIR text, .mlir/.onnx path, onnx.ModelProto, ModuleOp) for the host CPU.
+    """Compile ``source`` (MLIR text, .mlir/.onnx/.tflite/.pt2 path, onnx.ModelProto, ModuleOp,
+    torch ExportedProgram, or a torch nn.Module with ``example_args``) for the host CPU.
 
     ``num_threads``: threads for parallel loops (default: env ``DLC_NUM_THREADS``,
     else all cores). ``entry``: the default entry point (default ``@main`` or the
@@ -322,7 +370,7 @@ def compile(source, target: str = "llvm", entry: str | None = None,
 
     timings: dict[str, float] = {}
     with _timed(timings, "load"):
-        module = load_module(source)
+        module = load_module(source, example_args)
     entries = entry_specs(module)
     if not entries:
         raise CompileError("the module has no function to compile (llvm-dialect input has no "

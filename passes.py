@@ -26,9 +26,13 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "fold-constant": _lazy("dlc.transforms.fold_constant", "FoldConstantPass"),
     "legalize": _lazy("dlc.transforms.legalize", "LegalizePass"),
     "shape-infer": _lazy("dlc.transforms.shape_infer", "ShapeInferPass"),
+    "expand-control-flow": _lazy("dlc.transforms.expand_control_flow", "ExpandControlFlowPass"),
+    "simplify-inference": _lazy("dlc.transforms.simplify_inference", "SimplifyInferencePass"),
+    "fuse-ops": _lazy("dlc.transforms.fuse_ops", "FuseOpsPass"),
     # graph -> tensor loops -> llvm
     "lower-to-loops": _lazy("dlc.lowering.lower_to_loops", "LowerToLoopsPass"),
     "lower-to-llvm": _lazy("dlc.lowering.lower_to_llvm", "LowerToLLVMPass"),
+    "expand-math": _lazy("dlc.transforms.expand_math", "ExpandMathPass"),
     "lower-to-gpu": _lazy("dlc.lowering.lower_to_gpu", "LowerToGPUPass"),
     # schedule primitives on tloop kernels (dlc.lowering.schedule)
     "tloop-split": _lazy("dlc.transforms.tloop_split", "TLoopSplitPass"),

@@ -13,6 +13,10 @@ Tensors become buffers (destination-passing style):
 
 A result that is a function input, a weight/constant, or a value already
 written to another result is copied into its output by a ``copy`` kernel.
+
+A fused group (ops marked ``dlc.group`` by ``fuse-ops``, see
+``lowering/fused.py``) is one kernel call at the place of its last op; its
+inner results get no buffer, and buffers the group reads live until then.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects import graph, tloop
 from dlc.dialects.graph_base import GraphOp
+from dlc.lowering.fused import fused_groups, group_extras
 from dlc.lowering.kernels.builder import memref_of
 from dlc.lowering.memory_plan import Interval, plan
 from dlc.weights import WeightStore
@@ -76,11 +81,16 @@ def bufferize_function(
         else:
             copies.append((value, out))
 
+    # a fused group runs at its last op's step; its inner results have no buffer
+    group_of = fused_groups(ops)
+    index_of = {op: i for i, op in enumerate(ops)}
+    step_of = {op: index_of[group_of[op][-1]] if op in group_of else i for i, op in enumerate(ops)}
+    inner = {op for op, members in group_of.items() if op is not members[-1]}
+
     # lifetimes of intermediates: step of definition .. step of last read
-    step_of = {op: i for i, op in enumerate(ops)}
     intervals = []
     for i, op in enumerate(ops):
-        if isinstance(op, (graph.ConstantOp, graph.WeightOp)):
+        if isinstance(op, (graph.ConstantOp, graph.WeightOp)) or op in inner:
             continue
         for res in op.results:
             if res in direct_output:
@@ -112,6 +122,15 @@ def bufferize_function(
             w = emit(tloop.WeightOp(name, memref_of(op.out.type)))
             w.results[0].name_hint = "w_" + re.sub(r"\W", "_", name)
             buffer[op.out] = w.results[0]
+        elif op in group_of:
+            if op is group_of[op][-1]:
+                group = group_of[op]
+                res = op.results[0]
+                buffer[res] = direct_output.get(res) or slots[memory.buffer_of[res]]
+                names = "_".join(member.name.split(".", 1)[1] for member in group)
+                symbol = kernel_for(group, f"{fn_name}_{i}_{names}")
+                inputs = list(group[0].operands) + group_extras(group)
+                emit(func.CallOp(symbol, [buffer[v] for v in inputs] + [buffer[res]], []))
         else:
             for res in op.results:
                 buffer[res] = direct_output.get(res) or slots[memory.buffer_of[res]]

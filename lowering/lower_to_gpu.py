@@ -40,12 +40,14 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from dlc.backends.cuda.cuda_c import byte_size, is_shared
 from dlc.backends.cuda.gpu_schedule import apply_default_schedule, binding
 from dlc.dialects.tloop import ForOp, WeightOp, YieldOp
 
 KERNEL_ATTR = "tloop.kernel"
 HOST_ATTR = "tloop.host"
 MAX_THREADS_PER_BLOCK = 1024
+MAX_STATIC_SHARED_BYTES = 48 * 1024  # __shared__ arrays; more needs dynamic shared memory
 
 
 class GpuLoweringError(Exception):
@@ -133,6 +135,13 @@ def materialize_bindings(kernel: func.FuncOp) -> LaunchShape:
         raise GpuLoweringError(
             f"lower-to-gpu: kernel @{name}: {threads[0] * threads[1] * threads[2]} threads per "
             f"block exceed the CUDA limit of {MAX_THREADS_PER_BLOCK}"
+        )
+    shared = sum(byte_size(op.memref.type) for op in kernel.walk()
+                 if isinstance(op, memref.AllocaOp) and is_shared(op.memref.type))
+    if shared > MAX_STATIC_SHARED_BYTES:
+        raise GpuLoweringError(
+            f"lower-to-gpu: kernel @{name}: {shared} bytes of shared memory exceed the static "
+            f"limit of {MAX_STATIC_SHARED_BYTES} (split the kernel or tile its scratch)"
         )
     if grid[1] > 65535 or grid[2] > 65535:
         raise GpuLoweringError(f"lower-to-gpu: kernel @{name}: grid y/z extent above 65535: {grid}")
@@ -243,16 +252,25 @@ def lower_to_gpu(module: ModuleOp) -> ModuleOp:
 
 
 def ensure_gpu_lowered(module: ModuleOp) -> ModuleOp:
-    """Bring ``module`` to the GPU level in place: graph functions go through
-    ``lower-to-loops`` first, then ``lower-to-gpu`` runs if it has not yet."""
+    """Bring ``module`` to the GPU level in place: graph functions go through the
+    graph passes of ``dlc.compile`` (``dlc.driver.GRAPH_PASSES``: ``legalize``, as
+    composite ops such as dense or batch_norm have no kernel, and ``fold-constant``) and ``lower-to-loops`` first, then
+    ``lower-to-gpu`` runs if it has not yet."""
     graph_funcs = [
         op for op in module.ops
         if isinstance(op, func.FuncOp) and not op.is_declaration
         and not is_kernel(op) and not is_host(op)
     ]
     if graph_funcs:
+        from dlc.context import make_context
+        from dlc.driver import GRAPH_PASSES
         from dlc.lowering.lower_to_loops import lower_module
+        from dlc.passes import PASSES
 
+        ctx = make_context()
+        for name in GRAPH_PASSES:  # the same graph pipeline as the CPU target
+            if name in PASSES:
+                PASSES[name]()().apply(ctx, module)
         lower_module(module)
     if any(is_kernel(op) and "gpu.kernel" not in op.attributes for op in module.ops) or any(
         is_host(op) and "gpu.host" not in op.attributes for op in module.ops

@@ -28,8 +28,8 @@ and loops/ifs must become blocks anyway:
   ``@dlc_num_threads`` (0 = libgomp's default, i.e. all cores), set through the
   exported ``dlc_set_num_threads(i32)``.
 * math ops become LLVM intrinsics (exp, log, sqrt, ...) or libm calls (erf ->
-  erff, tanh -> tanhf); no fast-math flags anywhere (the 1e-5 reference
-  tolerance must hold).
+  erff, tanh -> tanhf); no fast-math flags except those an arith op carries
+  (schedules set ``contract`` on accumulations: FMA rounds once, within 1e-5).
 * ``tloop.weight "w"`` becomes an external global ``@__dlc_weight_<i>`` tagged
   ``dlc.weight_name = "w"``; the JIT binds it to the weights-store array, an
   exported library embeds the bytes.
@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
+from xdsl.dialects.utils.fast_math import FastMathFlag
 from xdsl.dialects.builtin import (
     AnyFloat,
     Float16Type,
@@ -495,7 +496,11 @@ def _constant(lo: _FunctionLowering, op: Operation) -> SSAValue:
 
 @_handles(*_FLOAT_BINARY)
 def _float_binary(lo, op):
-    return lo.emit(_FLOAT_BINARY[op.name](lo.v(op.operands[0]), lo.v(op.operands[1])))
+    # arith's fastmath flags (set only where a schedule allows it, e.g. `contract` on a
+    # matmul accumulation so mul + add fuse into one FMA) carry over to LLVM unchanged
+    flags = op.properties.get("fastmath")
+    fast = llvm.FastMathAttr([FastMathFlag(str(f)) for f in flags.data]) if flags is not None and flags.data else None
+    return lo.emit(_FLOAT_BINARY[op.name](lo.v(op.operands[0]), lo.v(op.operands[1]), fast))
 
 
 @_handles(*_INT_BINARY)

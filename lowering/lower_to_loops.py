@@ -32,6 +32,7 @@ from dlc.dialects.graph_base import GraphOp
 from dlc.lowering.bufferize import bufferize_function
 from dlc.lowering.kernels import generator_for
 from dlc.lowering.kernels.movement import copy_kernel
+import dlc.frontends.te.custom_kernel  # noqa: F401,E402  (registers the graph.custom kernel)
 from dlc.tools.diagnostics import OpError
 from dlc.weights import store_of
 
@@ -73,6 +74,8 @@ def check_lowerable(fn: func.FuncOp) -> None:
             continue  # composite ops with a kernel (softmax...) lower directly too
         if is_composite(type(op)):
             raise LoweringError(op, f"'{op.name}' is a composite op: run legalize first")
+        if getattr(type(op), "CONTROL_FLOW", False):
+            raise LoweringError(op, f"'{op.name}' carries regions: run expand-control-flow first")
         raise LoweringError(op, f"no kernel for '{op.name}'")
 
 
@@ -96,7 +99,9 @@ class KernelCache:
         self._names.add(name)
         return name
 
-    def kernel_for(self, op: GraphOp, name: str) -> str:
+    def kernel_for(self, op: GraphOp | list[GraphOp], name: str) -> str:
+        if isinstance(op, list):  # a fused group (lowering/fused.py)
+            return self._fused_kernel_for(op, name)
         key = (
             op.name,
             tuple(sorted((k, str(v)) for k, v in op.attributes.items())),
@@ -112,6 +117,25 @@ class KernelCache:
                 raise
             except Exception as err:  # a generator bug must still name the op
                 raise LoweringError(op, f"cannot lower '{op.name}': {err}") from err
+            self._by_key[key] = symbol
+        return symbol
+
+    def _fused_kernel_for(self, group: list[GraphOp], name: str) -> str:
+        from dlc.lowering.fused import check_group, fused_kernel, group_key
+
+        key = group_key(group)
+        symbol = self._by_key.get(key)
+        if symbol is None:
+            problem = check_group(group)
+            if problem is not None:
+                raise LoweringError(group[-1], f"fused group: {problem}")
+            symbol = self._unique(name)
+            try:
+                self.kernels.append(fused_kernel(group, symbol))
+            except LoweringError:
+                raise
+            except Exception as err:  # a generator bug must still name the op
+                raise LoweringError(group[-1], f"cannot lower the fused group: {err}") from err
             self._by_key[key] = symbol
         return symbol
 

@@ -134,6 +134,8 @@ class LocatingParser(Parser):
         super().__init__(ctx, text, name)
         self._file_attr = StringAttr(name)
         self._text = text
+        self._counted_pos = 0  # newlines before _counted_pos: _counted_lines
+        self._counted_lines = 0
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         try:
@@ -156,8 +158,18 @@ class LocatingParser(Parser):
         span = type(err.span)(use.start(), use.end(), err.span.input)
         return ParseError(span, f"use of undefined value '{name}'")
 
+    def _line_col(self, pos: int) -> tuple[int, int]:
+        # Ops start at increasing positions: count newlines incrementally
+        # (a count from 0 per op would be quadratic in the file size).
+        if pos < self._counted_pos:
+            self._counted_pos, self._counted_lines = 0, 0
+        self._counted_lines += self._text.count("\n", self._counted_pos, pos)
+        self._counted_pos = pos
+        return self._counted_lines + 1, pos - (self._text.rfind("\n", 0, pos) + 1) + 1
+
     def parse_operation(self) -> Operation:
         start = self._current_token.span.start
+        line, col = self._line_col(start)
         try:
             op = super().parse_operation()
         except ParseError as err:
@@ -167,8 +179,6 @@ class LocatingParser(Parser):
             first = (str(err).strip().split("\n") or [""])[0]
             raise ParseError(Span(start, max(start + 1, self.pos), self.lexer.input), first) from None
         if isinstance(op.location, UnknownLoc):
-            line = self._text.count("\n", 0, start) + 1
-            col = start - (self._text.rfind("\n", 0, start) + 1) + 1
             op.location = FileLineColLoc(self._file_attr, IntAttr(line), IntAttr(col))
         return op
 

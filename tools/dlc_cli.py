@@ -65,9 +65,10 @@ def build_arg_parser() -> ArgumentParser:
 
 def _kind(path: str) -> str:
     ext = os.path.splitext(path)[1].lower()
-    if ext in (".mlir", ".onnx", ".so"):
+    if ext in (".mlir", ".onnx", ".so", ".te", ".tflite", ".pt2"):
         return ext[1:]
-    raise DiagnosticError(f"'{path}': unknown model kind '{ext or '(none)'}' (expected .mlir, .onnx or .so)")
+    raise DiagnosticError(f"'{path}': unknown model kind '{ext or '(none)'}' "
+                          "(expected .mlir, .onnx, .tflite, .pt2, .te or .so)")
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
@@ -121,13 +122,21 @@ def parse_mlir(path: str):
     return module
 
 
+def load_te(path: str):
+    """A tensor-expression file lowered to loop IR, with the default schedules."""
+    from dlc.frontends.te import import_te
+    from dlc.lowering.schedule import apply_default_schedules
+
+    return apply_default_schedules(import_te(path))
+
+
 def compile_model(path: str, target: str, entry: str | None, threads: int | None):
     kind = _kind(path)
     if kind == "so":
         raise DiagnosticError(f"'{path}' is already compiled")
     if not os.path.exists(path):
         raise DiagnosticError(f"cannot open '{path}': no such file")
-    source = parse_mlir(path) if kind == "mlir" else path
+    source = parse_mlir(path) if kind == "mlir" else load_te(path) if kind == "te" else path
     driver = _driver()
     return _guard(f"compiling '{path}'", driver.compile, source, target=target, entry=entry,
                   num_threads=threads)
@@ -216,10 +225,24 @@ def describe_output(index: int, name: str, array: np.ndarray) -> str:
 
 
 def reference_outputs(path: str, kind: str, entry: str | None, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    if kind == "te":
+        from dlc.frontends.te import import_te, reference
+
+        import_te(path)  # located diagnostics first
+        with open(path) as f:
+            return reference(f.read(), *inputs)
     if kind == "mlir":
         from dlc.evaluator import evaluate
 
         module = parse_mlir(path)
+        return _guard("reference evaluator", evaluate, module, inputs, entry)
+    if kind == "pt2":  # torch itself runs the exported program
+        return _guard("torch reference", _run_pt2, path, inputs)
+    if kind == "tflite":  # no TFLite runtime here: the evaluator runs the imported graph
+        from dlc.driver import load_module
+        from dlc.evaluator import evaluate
+
+        module = _guard(f"importing '{path}'", load_module, path)
         return _guard("reference evaluator", evaluate, module, inputs, entry)
     try:
         import onnxruntime as ort
@@ -231,6 +254,14 @@ def reference_outputs(path: str, kind: str, entry: str | None, inputs: list[np.n
         return [np.asarray(o) for o in session.run(None, feeds)]
     except Exception as err:
         raise DiagnosticError(f"onnxruntime: {str(err).strip().splitlines()[0]}") from None
+
+
+def _run_pt2(path: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    import torch
+
+    with torch.no_grad():
+        out = torch.export.load(path).module()(*[torch.from_numpy(a) for a in inputs])
+    return [o.numpy() for o in (out if isinstance(out, (tuple, list)) else [out])]
 
 
 def compare(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, atol: float) -> bool:

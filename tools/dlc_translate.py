@@ -4,6 +4,7 @@
     dlc-translate --to-cuda model.mlir                  # one .cu file
     dlc-translate --to-ptx  model.mlir --arch sm_90     # PTX
     dlc-translate --from-onnx model.onnx -o model.mlir  # graph IR (+ model.mlir.weights.npz)
+    dlc-translate --from-te kernel.te                   # loop IR of a tensor expression
 
 Translations live in :data:`TRANSLATIONS`, by flag name, each naming the
 function that does the work by module path; the module is imported only when
@@ -86,6 +87,12 @@ TRANSLATIONS: dict[str, Translation] = {
                           ("PtxEmitError", "GpuLoweringError")),
     "from-onnx": Translation("dlc.frontends.onnx", "import_model", "import", "an ONNX model -> graph-dialect IR",
                              ("OnnxImportError",)),
+    "from-tflite": Translation("dlc.frontends.tflite", "import_tflite", "import",
+                               "a TFLite flatbuffer (.tflite) -> graph-dialect IR", ("TfliteImportError",)),
+    "from-torch": Translation("dlc.frontends.torch", "load_exported_program", "import",
+                              "a torch.export.save'd program (.pt2) -> graph-dialect IR", ("TorchImportError",)),
+    "from-te": Translation("dlc.frontends.te", "import_te", "import", "a tensor-expression (.te) file -> loop IR",
+                           ("TEError",)),
 }
 
 

@@ -53,6 +53,14 @@ _CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b:
         "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
 
 
+def _wrap(value, width: int) -> int:
+    """A Python int as the machine sees an iN: two's complement, i1 as 0/1 (like a loaded bool)."""
+    value = int(value) & ((1 << width) - 1)
+    if width > 1 and value >= 1 << (width - 1):
+        value -= 1 << width
+    return value
+
+
 class _Buffer:
     def __init__(self, array: np.ndarray, type_: MemRefType, shared_or_global: bool):
         self.flat = array.reshape(-1)
@@ -176,12 +184,17 @@ class _Thread:
                 kind = {gpu.ThreadIdOp: "t", gpu.BlockIdOp: "b", gpu.BlockDimOp: "nt", gpu.GridDimOp: "nb"}[type(op)]
                 table = self.ids if kind in ("t", "b") else self.dims
                 env[result] = table[kind.lstrip("n") + op.dimension.data.value]
-            elif name in ("arith.index_cast", "arith.extsi", "arith.extui", "arith.trunci", "arith.fptosi", "arith.fptoui"):
+            elif name in ("arith.extui", "arith.uitofp"):  # the source read as unsigned
+                value = args[0] & ((1 << op.operands[0].type.width.data) - 1)
+                env[result] = value if name == "arith.extui" else float(value)
+            elif name in ("arith.index_cast", "arith.extsi", "arith.trunci", "arith.fptosi", "arith.fptoui"):
                 env[result] = int(args[0])
-            elif name in ("arith.sitofp", "arith.uitofp", "arith.extf", "arith.truncf"):
+            elif name in ("arith.sitofp", "arith.extf", "arith.truncf"):
                 env[result] = float(args[0])
             else:
                 raise EmulationError(f"{self.where}: the emulator does not support '{name}'")
+            if isinstance(result.type, IntegerType):
+                env[result] = _wrap(env[result], result.type.width.data)
         return []
 
 

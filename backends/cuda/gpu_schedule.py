@@ -508,8 +508,28 @@ def privatize_scratch(kernel: func.FuncOp) -> None:
         alloca.erase()
 
 
+def stack_allocate_intermediates(kernel: func.FuncOp) -> None:
+    """A kernel's own ``memref.alloc``/``dealloc`` pair (intermediates of a custom TE
+    op) becomes a ``memref.alloca``: a device kernel cannot call malloc per thread,
+    and the schedules then treat it like any scratch (shared when nests share it)."""
+    block = kernel.body.block
+    for alloc in [op for op in block.ops if isinstance(op, memref.AllocOp)]:
+        ins = Inserter(block, alloc)
+        type_ = alloc.memref.type
+        scratch = ins.alloca(type_.element_type, type_.get_shape(), shared=False,
+                             name=alloc.memref.name_hint or "scratch")
+        for use in list(alloc.memref.uses):
+            if isinstance(use.operation, memref.DeallocOp):
+                use.operation.detach()
+                use.operation.erase()
+        alloc.memref.replace_all_uses_with(scratch)
+        alloc.detach()
+        alloc.erase()
+
+
 def apply_default_schedule(kernel: func.FuncOp) -> str:
     """Schedule ``kernel`` unless it already has bindings; returns the schedule's name."""
+    stack_allocate_intermediates(kernel)
     if is_scheduled(kernel):
         keep_accumulations_in_registers(kernel)
         return "user"

@@ -311,7 +311,7 @@ class KernelCodegen:
         if name == "math.rsqrt":
             return nvvm("llvm.nvvm.rsqrt.approx.f", x)
         if name == "math.tanh":
-            return nvvm("llvm.nvvm.tanh.approx.f", x)
+            return nvvm("llvm.nvvm.tanh.approx.f32", x)  # no ".f" spelling for tanh
         if name == "math.sin":
             return nvvm("llvm.nvvm.sin.approx.f", x)
         if name == "math.cos":
@@ -377,5 +377,11 @@ def emit_ptx(module: ModuleOp, arch: str = "sm_90") -> str:
         if hasattr(llvm, "create_pass_builder") else None
     if pm is not None:
         pm.getModulePassManager().run(parsed, pm)
-    return machine.emit_assembly(parsed)  # type: ignore[attr-defined]
+    ptx = machine.emit_assembly(parsed)  # type: ignore[attr-defined]
+    # A call LLVM did not resolve to an instruction (a misspelt intrinsic) becomes an
+    # .extern function that ptxas cannot link: name it here rather than there.
+    for line in ptx.splitlines():
+        if line.startswith(".extern .func"):
+            raise PtxEmitError(f"emit-ptx: unresolved device function in the PTX: {line.split()[-1]}")
+    return ptx
 

@@ -574,6 +574,7 @@ def import_model(
 
 
 def _convert_nodes(graph, ctx: ImportContext, values: dict[str, Tensor], base_dir, opset) -> None:
+    ctx.values = values  # If/Loop/Scan bodies read outer-scope values by name
     for index, proto in enumerate(graph.node):
         _convert_node(proto, proto.name or f"#{index}", ctx, values, base_dir, opset)
 

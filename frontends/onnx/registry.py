@@ -33,6 +33,8 @@ def _load_all() -> None:
             ops_nn,
             ops_reduce,
             ops_shape,
+            rnn,
+            control_flow,
         )
 
 

@@ -68,8 +68,42 @@ def highest(et: Attribute) -> float | int:
     return (1 << (et.width.data - 1)) - 1
 
 
+class Epilogue:
+    """Elementwise ops applied to a kernel's result before it is stored (fuse-ops).
+
+    ``extra_inputs``: types of the extra kernel arguments (after the anchor's
+    inputs); ``apply(kb, value, out_idx, extras)`` computes the chain on the
+    anchor's output element at ``out_idx`` (see ``lowering/fused.py``).
+    """
+
+    def __init__(self, extra_inputs: Sequence[TensorType], apply, source_suffix: str):
+        self.extra_inputs = list(extra_inputs)
+        self.apply = apply
+        self.source_suffix = source_suffix
+
+
+_EPILOGUE: list[Epilogue] = []  # the epilogue of the kernel being generated (a stack)
+
+
+@contextmanager
+def epilogue(spec: Epilogue) -> Iterator[None]:
+    """Kernels generated inside this block apply ``spec`` to their result."""
+    _EPILOGUE.append(spec)
+    try:
+        yield
+    finally:
+        _EPILOGUE.pop()
+
+
 class KernelBuilder:
-    """Builds ``func.func @name(inputs..., outputs...) {tloop.kernel}``."""
+    """Builds ``func.func @name(inputs..., outputs...) {tloop.kernel}``.
+
+    Inside ``with epilogue(spec)`` the kernel also takes ``spec``'s extra inputs
+    (between inputs and outputs, in ``self.extra_inputs``), and generators pass
+    each final output value through :meth:`epilogue_value` (elementwise
+    kernels) or call :meth:`apply_epilogue` once an accumulated output element
+    is complete (matmul, conv2d, pools, reductions).
+    """
 
     def __init__(
         self,
@@ -79,22 +113,42 @@ class KernelBuilder:
         source: str,
         arg_names: Sequence[str] | None = None,
     ):
-        types = [memref_of(t) for t in (*inputs, *outputs)]
+        self.epilogue = _EPILOGUE[-1] if _EPILOGUE else None
+        extra = self.epilogue.extra_inputs if self.epilogue else []
+        types = [memref_of(t) for t in (*inputs, *extra, *outputs)]
         self.func = func.FuncOp(name, (types, []))
         self.func.attributes["tloop.kernel"] = UnitAttr()
         self.func.attributes["tloop.source"] = StringAttr(source)
+        if self.epilogue:
+            self.func.attributes["tloop.fused"] = StringAttr(source + self.epilogue.source_suffix)
         self.entry = self.func.body.block
         self.block = self.entry
         args = self.entry.args
-        names = arg_names or [f"in{i}" for i in range(len(inputs))] + [
+        names = list(arg_names or [f"in{i}" for i in range(len(inputs))] + [
             f"out{i}" if len(outputs) > 1 else "out" for i in range(len(outputs))
-        ]
+        ])
+        names[len(inputs):len(inputs)] = [f"extra{i}" for i in range(len(extra))]
         for arg, hint in zip(args, names):
             arg.name_hint = hint
         self.inputs = list(args[: len(inputs)])
-        self.outputs = list(args[len(inputs):])
+        self.extra_inputs = list(args[len(inputs): len(inputs) + len(extra)])
+        self.outputs = list(args[len(inputs) + len(extra):])
         self._constants: dict[tuple[Attribute, object], SSAValue] = {}
         self._loop_names: set[str] = set()
+
+    # -- fused epilogues ---------------------------------------------------------
+    def epilogue_value(self, value: SSAValue, out_idx: Sequence[Index]) -> SSAValue:
+        """``value`` (the output element at ``out_idx``) after the fused epilogue."""
+        if self.epilogue is None:
+            return value
+        return self.epilogue.apply(self, value, list(out_idx), self.extra_inputs)
+
+    def apply_epilogue(self, out_idx: Sequence[Index]) -> None:
+        """Rewrite the finished output element at ``out_idx`` through the epilogue."""
+        if self.epilogue is None:
+            return
+        value = self.load(self.outputs[0], out_idx)
+        self.store(self.epilogue_value(value, out_idx), self.outputs[0], out_idx)
 
     # -- finishing ---------------------------------------------------------------
     def finish(self) -> func.FuncOp:

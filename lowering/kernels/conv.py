@@ -68,6 +68,7 @@ def lower_conv2d(op: GraphOp, name: str) -> func.FuncOp:
                     accumulate()
             else:
                 accumulate()
+        kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
     return kb.finish()
 
 

@@ -36,7 +36,7 @@ def elementwise_kernel(op: GraphOp, name: str, compute: Callable[..., SSAValue])
             kb.load(buf, broadcast_indices(ivs, t.get_shape(), shape))
             for buf, t in zip(kb.inputs, in_types)
         ]
-        kb.store(compute(kb, *values), kb.outputs[0], ivs)
+        kb.store(kb.epilogue_value(compute(kb, *values), ivs), kb.outputs[0], ivs)
     return kb.finish()
 
 
@@ -75,9 +75,13 @@ def _reciprocal(kb, x, et):
 
 
 def _sigmoid(kb, x, et):
+    # e = exp(-|x|) never overflows: 1 / (1 + e) for x >= 0, e / (1 + e) below,
+    # which keeps the tiny (denormal) results of x << 0 instead of 1 / inf = 0
     one = kb.const(1.0, et)
-    e = kb.emit(xmath.ExpOp(kb.neg(x, et)))
-    return kb.div(one, kb.add(one, e, et), et)
+    e = kb.emit(xmath.ExpOp(kb.neg(kb.emit(xmath.AbsFOp(x)), et)))
+    denominator = kb.add(one, e, et)
+    numerator = kb.select(kb.cmp("lt", x, kb.const(0.0, et), et), e, one)
+    return kb.div(numerator, denominator, et)
 
 
 def _relu(kb, x, et):
@@ -119,11 +123,15 @@ UNARY: dict[str, Callable[[KernelBuilder, SSAValue, Attribute], SSAValue]] = {
 }
 
 
-@kernel(*UNARY)
-def lower_unary(op: GraphOp, name: str) -> func.FuncOp:
+def _unary_compute(op: GraphOp):
     et = op.operands[0].type.element_type
     fn = UNARY[op.name]
-    return elementwise_kernel(op, name, lambda kb, x: fn(kb, x, et))
+    return lambda kb, x: fn(kb, x, et)
+
+
+@kernel(*UNARY)
+def lower_unary(op: GraphOp, name: str) -> func.FuncOp:
+    return elementwise_kernel(op, name, _unary_compute(op))
 
 
 def _cast_bound(value: float, et: Attribute) -> float | int:
@@ -133,8 +141,7 @@ def _cast_bound(value: float, et: Attribute) -> float | int:
     return np.asarray(value).astype(numpy_dtype(et)).item()
 
 
-@kernel("graph.clip")
-def lower_clip(op: GraphOp, name: str) -> func.FuncOp:
+def _clip_compute(op: GraphOp):
     et = op.operands[0].type.element_type
     lo = op.attrs.float("min", -pymath.inf)
     hi = op.attrs.float("max", pymath.inf)
@@ -146,11 +153,20 @@ def lower_clip(op: GraphOp, name: str) -> func.FuncOp:
             x = kb.min(x, kb.const(_cast_bound(hi, et), et), et)
         return x
 
-    return elementwise_kernel(op, name, compute)
+    return compute
 
 
 @kernel("graph.leaky_relu")
 def lower_leaky_relu(op: GraphOp, name: str) -> func.FuncOp:
+    return elementwise_kernel(op, name, _leaky_relu_compute(op))
+
+
+@kernel("graph.clip")
+def lower_clip(op: GraphOp, name: str) -> func.FuncOp:
+    return elementwise_kernel(op, name, _clip_compute(op))
+
+
+def _leaky_relu_compute(op: GraphOp):
     et = op.operands[0].type.element_type
     alpha = op.attrs.float("alpha", 0.01)
 
@@ -158,7 +174,7 @@ def lower_leaky_relu(op: GraphOp, name: str) -> func.FuncOp:
         scaled = kb.mul(kb.const(alpha, et), x, et)
         return kb.select(kb.cmp("ge", x, kb.const(0.0, et), et), x, scaled)
 
-    return elementwise_kernel(op, name, compute)
+    return compute
 
 
 @kernel("graph.elu")
@@ -227,11 +243,31 @@ BINARY: dict[str, Callable[..., SSAValue]] = {
 }
 
 
-@kernel(*BINARY)
-def lower_binary(op: GraphOp, name: str) -> func.FuncOp:
+def _binary_compute(op: GraphOp):
     et = op.operands[0].type.element_type
     fn = BINARY[op.name]
-    return elementwise_kernel(op, name, lambda kb, a, b: fn(kb, a, b, et))
+    return lambda kb, a, b: fn(kb, a, b, et)
+
+
+@kernel(*BINARY)
+def lower_binary(op: GraphOp, name: str) -> func.FuncOp:
+    return elementwise_kernel(op, name, _binary_compute(op))
+
+
+def scalar_compute(op: GraphOp) -> Callable[..., SSAValue] | None:
+    """``compute(kb, *operand_values) -> value`` of an elementwise op (fuse-ops
+    chains these into another kernel's epilogue), or None for other ops."""
+    if op.name in UNARY:
+        return _unary_compute(op)
+    if op.name in BINARY:
+        return _binary_compute(op)
+    if op.name == "graph.clip":
+        return _clip_compute(op)
+    if op.name == "graph.leaky_relu":
+        return _leaky_relu_compute(op)
+    if op.name == "graph.where":
+        return lambda kb, c, a, b: kb.select(c, a, b)
+    return None
 
 
 @kernel("graph.where")

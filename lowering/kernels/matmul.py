@@ -47,4 +47,5 @@ def lower_matmul(op: GraphOp, name: str) -> func.FuncOp:
             prod = kb.mul(kb.load(kb.inputs[0], a_idx), kb.load(kb.inputs[1], b_idx), et)
             acc = kb.load(kb.outputs[0], out_idx)
             kb.store(kb.add(acc, prod, et), kb.outputs[0], out_idx)
+        kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
     return kb.finish()

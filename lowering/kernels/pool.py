@@ -95,6 +95,7 @@ def _pool(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
                                static_table(kb, iv_ow, [float(r) for r in cols], ft), ft)
             total = kb.convert(kb.load(kb.outputs[0], out_idx), et, ft)
             kb.store(kb.convert(kb.div(total, count, ft), ft, et), kb.outputs[0], out_idx)
+        kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
     return kb.finish()
 
 

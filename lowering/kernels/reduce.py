@@ -61,6 +61,7 @@ def lower_reduce(op: GraphOp, name: str) -> func.FuncOp:
             total = kb.convert(kb.load(kb.outputs[0], out_idx), et, ft)
             mean = kb.div(total, kb.const(float(count), ft), ft)
             kb.store(kb.convert(mean, ft, et), kb.outputs[0], out_idx)
+        kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
     return kb.finish()
 
 

@@ -1,7 +1,8 @@
 """apply_default_schedules: a simple, safe default for every kernel.
 
 For now: the outermost loop of each loop nest is marked parallel when it has
-at least 2 iterations and its iterations write disjoint elements; the
+at least 2 iterations, the nest does enough work to pay for waking threads,
+and its iterations write disjoint elements; the
 innermost loop is marked vectorized when its accesses are stride-1 and it is
 not a reduction loop. Whenever a check cannot prove a change safe, nothing
 is changed. (Per-op-class schedules will replace this.)
@@ -15,6 +16,19 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr
 from dlc.dialects.tloop import KERNEL_ATTR, ForOp
 from dlc.lowering.schedule.annotate import parallel_problem, vectorize_problem
 from dlc.lowering.schedule.core import inner_loops
+from dlc.lowering.schedule.defaults_dense import schedule_dense
+from dlc.lowering.schedule.defaults_elementwise import schedule_generic
+
+
+# Waking a thread team costs microseconds (and far more when the machine is
+# oversubscribed): below this many innermost iterations a nest runs serially.
+MIN_PARALLEL_ITERATIONS = 16384
+
+
+def nest_iterations(loop: ForOp) -> int:
+    """Innermost-body executions of ``loop``'s nest (the largest branch)."""
+    inner = [op for op in loop.body.block.ops if isinstance(op, ForOp)]
+    return loop.trip_count * max((nest_iterations(i) for i in inner), default=1)
 
 
 def apply_default_schedules(module: ModuleOp, target: str = "llvm") -> ModuleOp:
@@ -23,11 +37,7 @@ def apply_default_schedules(module: ModuleOp, target: str = "llvm") -> ModuleOp:
     for kernel in module.ops:
         if not isinstance(kernel, func.FuncOp) or KERNEL_ATTR not in kernel.attributes:
             continue
-        for top in [op for op in kernel.body.block.ops if isinstance(op, ForOp)]:
-            if top.loop_kind == "serial" and top.trip_count >= 2 and parallel_problem(top) is None:
-                top.kind = StringAttr("parallel")
-            for loop in [top] + inner_loops(top):
-                if (loop.loop_kind == "serial" and not inner_loops(loop) and loop.trip_count >= 2
-                        and vectorize_problem(loop) is None):
-                    loop.kind = StringAttr("vectorized")
+        schedule_dense(kernel)  # matmul / conv2d: blocked schedules (defaults_dense.py)
+        # everything else, and nests a dense schedule left alone (fused epilogues)
+        schedule_generic(kernel, MIN_PARALLEL_ITERATIONS)
     return module

@@ -223,6 +223,9 @@ CASES = [
      {"sizes": [1, 2, 2, 7], "mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
      ("Resize", {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"},
       (None, None, _i64(1, 2, 2, 7)), 18)),
+    # -- user-defined (tensor expressions)
+    ("custom_matmul", g.CustomOp, [rand(3, 5), rand(5, 7)], {"te": "C[i, j] = sum(k: A[i, k] * B[k, j])"},
+     lambda a, b: a @ b),
 ]
 
 

@@ -1,0 +1,1 @@
+"""Benchmarks (not run by CI): ``python -m dlc.bench.models``, ``python -m dlc.bench.kernels``."""

@@ -1,0 +1,176 @@
+"""The tensor-expression (TE) language: TVM te.compute / Tensor Comprehensions
+style kernels, lowered straight to the tensor-loop dialect.
+
+```
+# matmul
+input A: f32[64, 32]
+input B: f32[32, 48]
+C[i, j] = sum(k: A[i, k] * B[k, j])
+```
+
+Language (grammar in ``grammar.lark``; statements end at a newline or ``;``
+-- a newline inside parentheses or brackets continues the statement --, ``#``
+starts a comment):
+
+* ``input X: f32[4, 8]`` declares an input (f32, f64, i32, i64); in
+  ``graph.custom`` the shape comes from the operand (``input X`` or no
+  declaration at all: undeclared tensors bind to the operands in order of
+  first use). ``output C: f32[64, 48]`` declares an output and its shape.
+* ``C[i, j] = expr`` computes a tensor, once. Later statements may read it
+  (an intermediate). The outputs are the declared ones, else the tensors no
+  later statement reads.
+* expressions: ``+ - * /`` (usual precedence), unary ``-``, comparisons
+  ``< <= > >= == !=`` with ``and``/``or`` (only as a ``select`` condition),
+  ``select(c, a, b)``, ``exp log sqrt tanh abs``, ``max(a, b)``, ``min(a, b)``,
+  integer and float literals, indices as numbers (``select(i == j, 1.0, 0.0)``);
+* reductions ``sum prod max min`` over named axes: ``sum(k: ...)``,
+  ``max(k, l: ...)``, ``sum(k in 0..32: ...)``;
+* subscripts are index arithmetic: ``X[i + r]``, ``X[i*2 + k]``, ``X[i - 1]``.
+
+Index ranges are inferred (``analysis.py`` has the rules): ``A[i, k]`` makes i
+range over A's dim 0; ``X[i + r]`` with r known gives i the in-bounds
+("valid") range. An access that may leave its tensor is an error, except in a
+``select`` branch, where the subscripts are clamped and the select is
+expected to discard the value. Padding is written that way:
+
+```
+input X: f32[32]
+input W: f32[3]
+output Y: f32[32]
+Y[i] = sum(r: select(i + r - 1 >= 0 and i + r - 1 < 32, X[i + r - 1], 0.0) * W[r])
+```
+
+Errors (syntax and meaning) are :class:`TEError` with ``line:col``.
+
+API: ``lower(text) -> ModuleOp`` (kernel ``@kernel`` + host ``@main``; loops
+named after the TE indices; a name an earlier statement used gets the tensor
+as suffix: ``i_E``; a reduction's init nest is ``i_init``...), ``compile(text_or_module, schedule=None) ->
+TEFunction`` (callable on numpy arrays, ``.module`` is the scheduled loop IR),
+``reference(text, *arrays)`` (numpy interpreter), ``import_te(path)``
+(``dlc-translate --from-te``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+import numpy as np
+from xdsl.dialects.builtin import ModuleOp
+
+from dlc.frontends.te.analysis import DTYPES, Program, analyse
+from dlc.frontends.te.syntax import TEError, parse
+
+KERNEL = "kernel"
+HOST = "main"
+
+__all__ = ["KERNEL", "HOST", "TEError", "TEFunction", "compile", "import_te", "lower", "program",
+           "reference"]
+
+
+def program(source: str, bindings=None) -> Program:
+    """Parse and analyse TE text (raises TEError)."""
+    return analyse(parse(source), bindings)
+
+
+def lower(source: str | Program, kernel: str = KERNEL, host: str = HOST) -> ModuleOp:
+    """TE text -> loop-level module: ``@kernel`` (tloop.kernel) + ``@main`` (tloop.host)."""
+    from dlc.frontends.te.lowering import build_module
+
+    prog = source if isinstance(source, Program) else program(source)
+    module = build_module(prog, kernel, host)
+    module.verify()
+    return module
+
+
+def reference(source: str | Program, *arrays: np.ndarray) -> list[np.ndarray]:
+    """The program's outputs computed by the numpy interpreter."""
+    from dlc.frontends.te.interpret import run_program
+
+    prog = source if isinstance(source, Program) else program(source)
+    return run_program(prog, list(arrays))
+
+
+class TEFunction:
+    """A compiled TE program: ``f(*inputs)`` returns the output array (a tuple
+    of arrays when the program has several outputs). ``module``: the loop-level
+    module as compiled (after scheduling); ``compiled``: the driver's
+    CompiledModule (``llvm_ir``, ``timings``, ``export``)."""
+
+    def __init__(self, compiled, module: ModuleOp):
+        self.compiled = compiled
+        self.module = module
+
+    def __call__(self, *arrays):
+        outs = self.compiled(*arrays)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    @property
+    def llvm_ir(self) -> str:
+        return self.compiled.llvm_ir
+
+
+def compile(source: str | ModuleOp, schedule: Callable | str | None = None,
+            num_threads: int | None = None, kernel: str = KERNEL) -> TEFunction:
+    """Compile TE text (or a module from :func:`lower`, perhaps scheduled) for the CPU.
+
+    ``schedule``: None -> the default schedules for text, the module as it is
+    for a module; ``"default"`` / ``"none"``; or a callable given the
+    kernel's :class:`~dlc.lowering.schedule.Schedule` (``lambda s: s.split("i", 8)``).
+    """
+    from dlc.driver import compile as compile_module
+    from dlc.lowering.schedule import Schedule, apply_default_schedules
+
+    if isinstance(source, ModuleOp):
+        module = source.clone()
+        default = "none"
+    else:
+        module = lower(source, kernel)
+        default = "default"
+    choice = default if schedule is None else schedule
+    if callable(choice):
+        choice(Schedule.of(module, kernel))
+    elif choice == "default":
+        apply_default_schedules(module)
+    elif choice != "none":
+        raise ValueError(f"schedule must be None, 'default', 'none' or a callable, got {choice!r}")
+    module.verify()
+    return TEFunction(compile_module(module, num_threads=num_threads), module)
+
+
+def import_te(path: str) -> ModuleOp:
+    """Read a .te file and lower it (``dlc-translate --from-te``); errors name file:line:col."""
+    from dlc.tools.diagnostics import DiagnosticError, register_source
+
+    with open(path) as f:
+        text = f.read()
+    register_source(path, text)
+    try:
+        return lower(text)
+    except TEError as err:
+        raise DiagnosticError(err.message, path, err.line, err.col) from None
+
+
+# ---------------------------------------------------------------------------
+# graph.custom support (dialects/graph.py calls these lazily)
+# ---------------------------------------------------------------------------
+
+
+def _binding_of(t) -> tuple[tuple[int, ...], str]:
+    from dlc.dialects.graph_base import numpy_dtype
+
+    dtype = numpy_dtype(t.element_type)
+    names = {np.dtype(v): k for k, v in DTYPES.items()}
+    if dtype not in names:
+        raise TEError(f"element type {t.element_type} is not supported by the TE (f32, f64, i32, i64)")
+    return tuple(int(d) for d in t.get_shape()), names[dtype]
+
+
+@lru_cache(maxsize=256)
+def _custom_program(text: str, bindings: tuple) -> Program:
+    return program(text, list(bindings))
+
+
+def custom_program(text: str, operand_types) -> Program:
+    """The analysed program of a graph.custom (cached: verification re-infers often)."""
+    return _custom_program(text, tuple(_binding_of(t) for t in operand_types))

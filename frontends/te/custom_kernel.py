@@ -1,0 +1,18 @@
+"""lower-to-loops kernel of ``graph.custom``: the op's TE program lowered by
+``frontends/te/lowering.py`` (registered with ``lowering.kernels.kernel``;
+``lowering/lower_to_loops.py`` imports this module)."""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+
+from dlc.dialects.graph_base import GraphOp
+from dlc.frontends.te import custom_program
+from dlc.frontends.te.lowering import build_kernel
+from dlc.lowering.kernels import kernel
+
+
+@kernel("graph.custom")
+def lower_custom(op: GraphOp, name: str) -> func.FuncOp:
+    program = custom_program(op.attrs.str("te"), [o.type for o in op.operands])
+    return build_kernel(program, name, op.name)

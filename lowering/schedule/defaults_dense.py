@@ -1,0 +1,288 @@
+"""Default CPU schedules for dense kernels: matmul (BLIS/TVM style) and conv2d.
+
+Written only with the schedule primitives (distribute, split, reorder, fuse,
+parallel, cache_read, cache_write, unroll, vectorize): no hand-written loops.
+
+matmul (``C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]``, batch dims optional)::
+
+    C = 0                                       (distributed off: its own nest)
+    parallel for b / for (mo, no) fused         MC x NC blocks of C
+      for ko                                    KC slice of the reduction
+        Bp = pack B[ko:ko+KC, no:no+NC]         cache_read: L2-resident panel
+        for mi, ni                              MR x NR register tile
+          acc = C tile                          cache_write: SROA -> registers
+          for ki                                k stays in order (sum order kept)
+            for mr (unrolled)  for nr (vectorized)
+              acc[mr, nr] += A[.., mi+mr, ko+ki] * Bp[ki, ni+nr]   (contract -> FMA)
+
+The order of the k summation is the source's (k ascending), so only the
+mul + add fusion (``contract``: one rounding instead of two) changes results.
+Sizes that do not divide the tiles keep the split guards (correct, slower).
+
+conv2d (NCHW / OIHW, groups 1): the same idea with output-channel blocking
+(OCB accumulators) and a vector over output columns (TVM's NCHWc-style
+register tile): reduction loops ic, kh, kw move outside the (oc, ow) tile.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.utils.fast_math import FastMathFlag
+
+from dlc.dialects.tloop import ForOp
+from dlc.lowering.schedule import annotate
+from dlc.lowering.schedule.core import Schedule, ScheduleError, enclosing_loops, loop_name
+
+import os
+PACK_A = os.environ.get("PACKA","1")=="1"
+PANEL_FLOATS = 131072  # 512 KiB: half of a Zen 4 / recent Intel L2
+CONTRACT = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
+
+
+@functools.cache
+def host_has_avx512() -> bool:
+    """32 vector registers (AVX-512) allow an 8 x 16 register tile instead of 6 x 16."""
+    try:
+        import llvmlite.binding as llvm
+
+        llvm.initialize_native_target()
+        return "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
+    except Exception:  # no LLVM: plan for the smaller register file
+        return False
+
+
+def register_tile() -> tuple[int, int]:
+    """(rows, columns) of the f32 accumulator tile held in vector registers."""
+    return (8, 16) if host_has_avx512() else (6, 16)
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+def _allow_contract(kernel: func.FuncOp) -> None:
+    """Let LLVM fuse the accumulation's mul + add into an FMA (one rounding)."""
+    for op in kernel.walk():
+        if isinstance(op, (arith.MulfOp, arith.AddfOp)):
+            op.properties["fastmath"] = CONTRACT
+
+
+def _names(s: Schedule) -> list[str]:
+    return [loop_name(l) for l in s.loops()]
+
+
+def _schedule_init(s: Schedule, loops: list[str]) -> None:
+    """The zero-fill nest: parallel outer loop when big, vectorized inner loop."""
+    top = s.loop(loops[0])
+    total = 1
+    for name in loops:
+        total *= s.loop(name).trip_count
+    if top.trip_count >= 2 and total >= 16384:
+        s.parallel(top)
+    inner = s.loop(loops[-1])
+    if inner.trip_count >= 2:
+        s.vectorize(inner)
+
+
+def _fuse_all(s: Schedule, names: list[str]) -> ForOp:
+    loop = s.loop(names[0])
+    for name in names[1:]:
+        loop = s.fuse(loop, name, name=f"{loop_name(loop)}_{name}")
+    return loop
+
+
+def _divisor_tile(total: int, unit: int, cap: int) -> int | None:
+    """The largest multiple of `unit` dividing `total` and at most `cap` (None if only tiny ones)."""
+    best = None
+    for d in range(1, total // unit + 1):
+        if (total // unit) % d == 0 and unit * d <= cap:
+            best = unit * d
+    return best if best is not None and best >= min(total, 4 * unit) else None
+
+
+def _matmul_blocks(m0: int, n0: int, k: int, mr: int, nr: int, batched: bool) -> tuple[int, int, int]:
+    """(MC, NC, KC) cache blocks for an m0 x n0 x k main part (m0, n0 multiples of the register
+    tile). Divisors where possible: a split guard on n inside the micro-kernel stops its
+    vectorization, one on m costs a branch per row, one on k only a branch per k step."""
+    nc = _divisor_tile(n0, nr, 512) or (n0 if n0 <= 1024 else 256)
+    budget = max(64, PANEL_FLOATS // nc)  # the packed B panel (kc x nc) stays in L2
+    kc = k if k <= budget else (_divisor_tile(k, 1, budget) or budget // 16 * 16)
+    if kc < 64 <= k:
+        kc = budget // 16 * 16  # a tiny divisor would repack B too often: take the k guard
+    mc = _divisor_tile(m0, mr, 512) or (m0 if m0 <= 2048 else 512 // mr * mr)
+    if not batched and -(-m0 // mc) * -(-n0 // nc) < 2:  # two threads need two blocks
+        if (m0 // mr) % 2 == 0 and m0 >= 2 * mr:
+            mc = m0 // 2
+        elif (n0 // nr) % 2 == 0 and n0 >= 2 * nr:
+            nc = n0 // 2
+    return mc, nc, kc
+
+
+def _schedule_matmul_tail(s: Schedule, nest: list[str], mr: int, nr: int) -> None:
+    """A partial tile. < NR columns (rows a multiple of MR): an MR x (N % NR) register tile
+    with k outside it. < MR rows: k outside n, n vectorized (the C row stays in L1)."""
+    *outer, m, n, k = nest
+    rows, cols = s.loop(m).trip_count, s.loop(n).trip_count
+    narrow = cols < nr and rows % mr == 0 and rows >= mr
+    if narrow:
+        mo, mi = s.split(m, mr, f"{m}_o", f"{m}_i")
+        s.reorder(k, mi, n)
+        top = s.loop(outer[0]) if outer else s.loop(mo)
+    else:
+        s.reorder(m, k, n)
+        top = s.loop(outer[0] if outer else m)
+    if top.trip_count >= 2 and not enclosing_loops(top) and annotate.parallel_problem(top) is None:
+        s.parallel(top)
+    if narrow:
+        s.cache_write("out", f"{m}_o", f"acc_{n}")
+        s.unroll(f"{m}_i")
+        _vectorize_copies(s, (f"acc_{n}_d", f"acc_{n}_out_d"))
+    if _vectorizable(s, n) and s.loop(n).trip_count >= 2:
+        s.vectorize(n)
+
+
+def schedule_matmul(s: Schedule) -> bool:
+    """The blocked GEMM schedule above; False (kernel untouched) when it does not apply."""
+    kernel = s.kernel
+    out_t = kernel.function_type.inputs.data[-1]
+    if not isinstance(out_t, MemRefType) or str(out_t.element_type) != "f32":
+        return False
+    names = _names(s)
+    if not {"m", "n", "k"} <= set(names):
+        return False  # a 1-D operand: matrix-vector, left to the generic default
+    batch = [n for n in names if n.startswith("b") and n[1:].isdigit()]
+    m, n, k = (s.loop(x).trip_count for x in ("m", "n", "k"))
+    mr, nr = register_tile()
+    if n < nr // 2 or k < 2:
+        return False
+    mr = min(mr, m)
+    nr = nr if n >= nr else nr // 2
+    m0, n0 = m - m % mr, n - n % nr
+    with s.atomic():
+        # 1. the zero-fill gets its own nest; the accumulation nest becomes perfect
+        for name in ["n", "m"] + batch[::-1]:
+            s.distribute(name)
+        _schedule_init(s, batch + ["m", "n"])
+        acc_batch = [f"{b}_s1" for b in batch]
+        # 2. partial tiles (M % MR rows, N % NR columns) split off into their own nests
+        tails = []
+        if 0 < m0 < m:
+            s.split_range("m_s1", m0, "_mt")
+            tails.append([f"{b}_mt" for b in acc_batch] + ["m_s1_mt", "n_s1_mt", "k_mt"])
+        if 0 < n0 < n:
+            s.split_range("n_s1", n0, "_nt")
+            tails.append([f"{b}_nt" for b in acc_batch] + ["m_s1_nt", "n_s1_nt", "k_nt"])
+        if tails:  # each tail becomes a nest of its own, from the inside out
+            for name in ["m_s1"] + acc_batch[::-1]:
+                groups = [op for op in s.loop(name).body.block.ops if isinstance(op, ForOp)]
+                if len(groups) > 1:  # name each copy of `name` after the tail it holds
+                    s.distribute(name, [name] + [name + "_" + loop_name(g).rsplit("_", 1)[1] for g in groups[1:]])
+            tails = [_tail_names(s, t) for t in tails]
+        # 3. cache blocks and the register tile on the main part
+        mc, nc, kc = _matmul_blocks(m0 or m, n0 or n, k, mr, nr, bool(batch))
+        s.split("m_s1", mc, "mo", "mm")
+        s.split("mm", mr, "mi", "mr")
+        s.split("n_s1", nc, "no", "nn")
+        s.split("nn", nr, "ni", "nr")
+        s.split("k", kc, "ko", "ki")
+        s.reorder(*acc_batch, "mo", "no", "ko", "mi", "ni", "ki", "mr", "nr")
+        # 4. one parallel loop over independent C blocks (each thread packs its own panel);
+        # fusing more than two loops would nest div/mod indices the analysis cannot read
+        par = s.loop(acc_batch[0]) if acc_batch else _fuse_all(s, ["mo", "no"])
+        if par.trip_count >= 2:
+            s.parallel(par)
+        # 5. packing, register accumulators, FMA, unroll/vectorize the tile
+        s.cache_read("b", "ko", "b_pack")
+        if PACK_A:
+            s.cache_read("a", "mi", "a_pack")
+        s.cache_write("out", "ni", "acc")
+        s.unroll("mr")
+        s.vectorize("nr")
+        _vectorize_copies(s, ("b_pack_d", "a_pack_d", "acc_d", "acc_out_d"))
+        for tail in tails:
+            _schedule_matmul_tail(s, tail, mr, nr)
+    _allow_contract(kernel)
+    return True
+
+
+def _tail_names(s: Schedule, nest: list[str]) -> list[str]:
+    """Loop names of a tail nest after distribute (outer loops may carry a distribute name)."""
+    *outer, m, n, k = nest
+    inner = s.loop(k)
+    chain = enclosing_loops(inner) + [inner]
+    return [loop_name(l) for l in chain]
+
+
+def schedule_conv2d(s: Schedule) -> bool:
+    """Output-channel blocked, column-vectorized direct conv; False when it does not apply."""
+    kernel = s.kernel
+    out_t = kernel.function_type.inputs.data[-1]
+    if not isinstance(out_t, MemRefType) or str(out_t.element_type) != "f32":
+        return False
+    names = _names(s)
+    if names[:4] != ["n", "oc", "oh", "ow"] or not {"ic", "kh", "kw"} <= set(names):
+        return False
+    oc, ow = s.loop("oc").trip_count, s.loop("ow").trip_count
+    if ow < 4:
+        return False
+    ocb = 8 if oc % 8 == 0 else (4 if oc % 4 == 0 else 1)
+    owb = 16 if ow >= 16 else _round_up(ow, 4)
+    with s.atomic():
+        s.distribute("ow")
+        s.distribute("oh")
+        s.distribute("oc")
+        s.distribute("n")
+        _schedule_init(s, ["n", "oc", "oh", "ow"])
+        s.split("oc_s1", ocb, "oco", "oci")
+        s.split("ow_s1", owb, "owo", "owi")
+        s.reorder("n_s1", "oco", "oh_s1", "owo", "ic", "kh", "kw", "oci", "owi")
+        par = _fuse_all(s, ["n_s1", "oco"])  # (two loops: see the matmul's step 3)
+        if par.trip_count >= 2:
+            s.parallel(par)
+        s.cache_write("out", "owo", "acc")
+        if ocb > 1:
+            s.unroll("oci")
+        if _vectorizable(s, "owi"):
+            s.vectorize("owi")
+        _vectorize_copies(s, ("acc_d", "acc_out_d"))
+    _allow_contract(kernel)
+    return True
+
+
+def _inside(inner: ForOp, outer: ForOp) -> bool:
+    return any(l is outer for l in enclosing_loops(inner))
+
+
+def _vectorize_copies(s: Schedule, prefixes: tuple[str, ...]) -> None:
+    """Vectorize the innermost loop of each cache copy nest (its names: <cache>_d<dim>)."""
+    for loop in s.loops():
+        name = loop_name(loop)
+        if (any(name.startswith(p) and name[len(p):].isdigit() for p in prefixes)
+                and loop.trip_count >= 2 and _vectorizable(s, name)):
+            s.vectorize(loop)
+
+
+def _vectorizable(s: Schedule, name: str) -> bool:
+    from dlc.lowering.schedule.annotate import vectorize_problem
+
+    return vectorize_problem(s.loop(name)) is None
+
+
+SCHEDULES = {"graph.matmul": schedule_matmul, "graph.conv2d": schedule_conv2d}
+
+
+def schedule_dense(kernel: func.FuncOp) -> bool:
+    """Apply the dense schedule for this kernel's source op, if any; True when applied."""
+    source = kernel.attributes.get("tloop.source")
+    schedule = SCHEDULES.get(getattr(source, "data", None))
+    if schedule is None:
+        return False
+    if any(isinstance(op, ForOp) and op.loop_kind != "serial" for op in kernel.walk()):
+        return False  # already scheduled by hand
+    try:
+        return schedule(Schedule(kernel))
+    except ScheduleError:
+        return False  # a shape the schedule's steps refuse: the generic default applies

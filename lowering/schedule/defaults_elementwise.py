@@ -1,0 +1,60 @@
+"""Default CPU schedules of the non-dense kernels: elementwise (fused or not),
+reductions, softmax, pools, data movement -- and the epilogue nests left
+after a dense schedule.
+
+For each top-level loop nest whose loops are all still serial:
+
+* parallel: the outermost loop with at least 2 iterations, found by walking
+  down through loops of 1 iteration (the batch loop of a batch-1 model) as
+  long as each body holds a single loop, when the nest does enough work to
+  pay for waking the threads and its iterations write disjoint elements;
+* vectorized: every innermost loop whose accesses are stride-1 and that is
+  not a reduction loop (float reductions keep their order: no reassociation).
+
+Every change is checked by the schedule analyses (``parallel_problem``,
+``vectorize_problem``); when one cannot prove it safe, the loop stays serial.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import StringAttr
+
+from dlc.dialects.tloop import ForOp
+from dlc.lowering.schedule.annotate import parallel_problem, vectorize_problem
+from dlc.lowering.schedule.core import inner_loops
+
+
+def nest_iterations(loop: ForOp) -> int:
+    """Innermost-body executions of ``loop``'s nest (the largest branch)."""
+    inner = [op for op in loop.body.block.ops if isinstance(op, ForOp)]
+    return loop.trip_count * max((nest_iterations(i) for i in inner), default=1)
+
+
+def parallel_candidate(top: ForOp) -> ForOp:
+    """``top``, or the loop below a chain of 1-iteration single-loop bodies."""
+    loop = top
+    while loop.trip_count < 2:
+        children = [op for op in loop.body.block.ops if isinstance(op, ForOp)]
+        if len(children) != 1:
+            break
+        loop = children[0]
+    return loop
+
+
+def schedule_nest(top: ForOp, min_parallel_iterations: int) -> None:
+    if nest_iterations(top) >= min_parallel_iterations:
+        loop = parallel_candidate(top)
+        if loop.loop_kind == "serial" and loop.trip_count >= 2 and parallel_problem(loop) is None:
+            loop.kind = StringAttr("parallel")
+    for loop in [top] + inner_loops(top):
+        if (loop.loop_kind == "serial" and not inner_loops(loop) and loop.trip_count >= 2
+                and vectorize_problem(loop) is None):
+            loop.kind = StringAttr("vectorized")
+
+
+def schedule_generic(kernel: func.FuncOp, min_parallel_iterations: int) -> None:
+    """Schedule every top-level nest of ``kernel`` that no schedule touched yet."""
+    for top in [op for op in kernel.body.block.ops if isinstance(op, ForOp)]:
+        if all(loop.loop_kind == "serial" for loop in [top] + inner_loops(top)):
+            schedule_nest(top, min_parallel_iterations)

@@ -1,0 +1,138 @@
+"""fuse-ops: grouping (which ops join which producer) and execution of the fused
+kernels against the numpy evaluator, on odd shapes with broadcasting."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+from xdsl.parser import Parser
+
+import dlc
+from dlc.context import make_context
+from dlc.driver import load_module
+from dlc.evaluator import evaluate
+from dlc.lowering.fused import GROUP_ATTR
+from dlc.lowering.lower_to_loops import lower_module
+from dlc.transforms.fuse_ops import FuseOpsPass
+
+RNG = np.random.default_rng(11)
+
+
+def _groups(text: str, dense: bool = True) -> dict[int, list[str]]:
+    module = Parser(make_context(), text).parse_module()
+    FuseOpsPass(dense=dense).apply(make_context(), module)
+    out: dict[int, list[str]] = collections.defaultdict(list)
+    for op in module.walk():
+        if GROUP_ATTR in op.attributes:
+            out[op.attributes[GROUP_ATTR].value.data].append(op.name.removeprefix("graph."))
+    return dict(out)
+
+
+def _kernels(text: str) -> list[str]:
+    module = Parser(make_context(), text).parse_module()
+    FuseOpsPass().apply(make_context(), module)
+    lower_module(module)
+    return [op.sym_name.data for op in module.ops if "tloop.kernel" in op.attributes]
+
+
+def _run(text: str, inputs: list[np.ndarray], rtol=1e-5):
+    expected = evaluate(load_module(text), inputs)
+    compiled = dlc.compile(text)
+    for got, want in zip(compiled(*inputs), expected, strict=True):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-5)
+    return compiled
+
+
+CONV_CHAIN = """
+func.func @main(%x: tensor<1x3x11x7xf32>, %w: tensor<5x3x3x3xf32>, %b: tensor<5x1x1xf32>, %r: tensor<1x5x9x5xf32>) -> tensor<1x5x9x5xf32> {
+  %y = graph.conv2d %x, %w : (tensor<1x3x11x7xf32>, tensor<5x3x3x3xf32>) -> tensor<1x5x9x5xf32>
+  %a = graph.add %y, %b : (tensor<1x5x9x5xf32>, tensor<5x1x1xf32>) -> tensor<1x5x9x5xf32>
+  %s = graph.add %r, %a : (tensor<1x5x9x5xf32>, tensor<1x5x9x5xf32>) -> tensor<1x5x9x5xf32>
+  %z = graph.relu %s : (tensor<1x5x9x5xf32>) -> tensor<1x5x9x5xf32>
+  func.return %z : tensor<1x5x9x5xf32>
+}"""
+
+
+def test_conv_bias_residual_relu_is_one_group_and_one_kernel():
+    assert _groups(CONV_CHAIN) == {0: ["conv2d", "add", "add", "relu"]}
+    assert _groups(CONV_CHAIN, dense=False) == {0: ["add", "add", "relu"]}
+    assert _kernels(CONV_CHAIN) == ["main_3_conv2d_add_add_relu"]
+
+
+def test_conv_chain_executes_like_the_evaluator():
+    inputs = [RNG.normal(size=s).astype(np.float32) for s in [(1, 3, 11, 7), (5, 3, 3, 3), (5, 1, 1), (1, 5, 9, 5)]]
+    _run(CONV_CHAIN, inputs)
+
+
+def test_shared_intermediate_and_shape_change_stop_fusion():
+    text = """
+func.func @main(%x: tensor<7x3xf32>, %y: tensor<3xf32>) -> (tensor<7x3xf32>, tensor<7x3xf32>, tensor<7x1xf32>) {
+  %e = graph.exp %x : (tensor<7x3xf32>) -> tensor<7x3xf32>
+  %n = graph.neg %e : (tensor<7x3xf32>) -> tensor<7x3xf32>
+  %m = graph.mul %e, %y : (tensor<7x3xf32>, tensor<3xf32>) -> tensor<7x3xf32>
+  %s = graph.reduce_sum %m {axes = array<i64: 1>, keepdims = true} : (tensor<7x3xf32>) -> tensor<7x1xf32>
+  %t = graph.tanh %s : (tensor<7x1xf32>) -> tensor<7x1xf32>
+  %c = graph.greater %n, %m : (tensor<7x3xf32>, tensor<7x3xf32>) -> tensor<7x3xi1>
+  %w = graph.where %c, %n, %x : (tensor<7x3xi1>, tensor<7x3xf32>, tensor<7x3xf32>) -> tensor<7x3xf32>
+  func.return %w, %m, %t : tensor<7x3xf32>, tensor<7x3xf32>, tensor<7x1xf32>
+}"""
+    # %e has two users: it stays a kernel of its own; the reduction takes tanh;
+    # greater changes the element type (f32 -> i1): it is not chained
+    assert _groups(text) == {0: ["reduce_sum", "tanh"]}
+    inputs = [RNG.normal(size=(7, 3)).astype(np.float32), RNG.normal(size=3).astype(np.float32)]
+    _run(text, inputs)
+
+
+@pytest.mark.parametrize("producer", ["matmul", "max_pool2d", "reduce_mean", "sub"])
+def test_epilogue_after_each_producer_kind(producer):
+    if producer == "matmul":
+        head = "%p = graph.matmul %x, %k : (tensor<13x1xf32>, tensor<1x7xf32>) -> tensor<13x7xf32>"
+        args, shapes, out = "%x: tensor<13x1xf32>, %k: tensor<1x7xf32>", [(13, 1), (1, 7)], "13x7"
+    elif producer == "max_pool2d":
+        head = ("%p = graph.max_pool2d %x {kernel = array<i64: 2, 3>, strides = array<i64: 1, 2>} : "
+                "(tensor<1x2x5x7xf32>) -> tensor<1x2x4x3xf32>")
+        args, shapes, out = "%x: tensor<1x2x5x7xf32>", [(1, 2, 5, 7)], "1x2x4x3"
+    elif producer == "reduce_mean":
+        head = ("%p = graph.reduce_mean %x {axes = array<i64: 0>, keepdims = false} : "
+                "(tensor<3x5x7xf32>) -> tensor<5x7xf32>")
+        args, shapes, out = "%x: tensor<3x5x7xf32>", [(3, 5, 7)], "5x7"
+    else:
+        head = "%p = graph.sub %x, %x : (tensor<5x7xf32>, tensor<5x7xf32>) -> tensor<5x7xf32>"
+        args, shapes, out = "%x: tensor<5x7xf32>", [(5, 7)], "5x7"
+    t = f"tensor<{out}xf32>"
+    text = f"""
+func.func @main({args}, %c: tensor<7xf32>) -> {t} {{
+  {head}
+  %a = graph.mul %p, %c : ({t}, tensor<7xf32>) -> {t}
+  %e = graph.sigmoid %a : ({t}) -> {t}
+  %z = graph.clip %e {{min = 0.25 : f32, max = 0.75 : f32}} : ({t}) -> {t}
+  func.return %z : {t}
+}}""" if producer != "max_pool2d" else f"""
+func.func @main({args}, %c: tensor<3xf32>) -> {t} {{
+  {head}
+  %a = graph.mul %p, %c : ({t}, tensor<3xf32>) -> {t}
+  %e = graph.sigmoid %a : ({t}) -> {t}
+  %z = graph.clip %e {{min = 0.25 : f32, max = 0.75 : f32}} : ({t}) -> {t}
+  func.return %z : {t}
+}}"""
+    groups = _groups(text)
+    assert list(groups.values()) == [[producer, "mul", "sigmoid", "clip"]]
+    c = 7 if producer != "max_pool2d" else 3
+    inputs = [RNG.normal(size=s).astype(np.float32) for s in shapes] + [RNG.normal(size=c).astype(np.float32)]
+    compiled = _run(text, inputs)
+    assert sum(1 for line in compiled.llvm_ir.splitlines()
+               if line.startswith("define") and "_par" not in line) == 3  # kernel, host, setter
+
+
+def test_fused_softmax_pieces_match_numpy():
+    text = """
+func.func @main(%x: tensor<3x1031xf32>) -> tensor<3x1031xf32> {
+  %y = graph.softmax %x {axis = -1 : i64} : (tensor<3x1031xf32>) -> tensor<3x1031xf32>
+  func.return %y : tensor<3x1031xf32>
+}"""
+    x = (RNG.normal(size=(3, 1031)) * 10).astype(np.float32)
+    compiled = dlc.compile(text)
+    e = np.exp(x - x.max(-1, keepdims=True))
+    np.testing.assert_allclose(compiled(x)[0], e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)

@@ -1,0 +1,303 @@
+"""`expand-math`: exp, log, tanh and erf on f32/f16 -> arith polynomial sequences.
+
+``expand-math{fma=true}``
+
+Why: LLVM lowers ``math.exp``/``math.log`` to the ``llvm.exp``/``llvm.log``
+intrinsics and ``math.tanh``/``math.erf`` to libm calls (``tanhf``, ``erff``);
+without fast-math both stay scalar calls inside vectorized loops, about 100x
+slower than numpy. xDSL 0.75 has no math-expansion pass (MLIR's
+``-math-polynomial-approximation`` is absent), so this one writes each op as
+straight-line ``arith`` + ``math.fma``/``roundeven``/``copysign``/``absf``
+(all map to vectorizable LLVM instructions), so the loop vectorizer turns a
+whole kernel into SIMD code.
+
+The sequences (Cephes-style range reduction, accurate to a few f32 ulp; the
+tests check 1e-5 relative against numpy on wide ranges):
+
+* ``exp(x)``: ``n = roundeven(x / ln2)``, ``r = x - n ln2`` (ln2 split in a
+  high and a low part), ``e^r`` by a degree-6 polynomial, times ``2^n`` built
+  from the exponent bits in two halves so that denormal results (down to
+  ``x = -103.97``) and ``+inf`` above ``88.72`` come out right; NaN passes.
+* ``log(x)``: denormals are first scaled by ``2^23``; ``x = m 2^e`` with
+  ``m`` in ``[sqrt(1/2), sqrt 2)``, ``log(m)`` by Cephes' degree-9 polynomial
+  in ``m - 1``; ``x < 0`` or NaN -> NaN, ``0`` -> ``-inf``, ``+inf`` -> ``+inf``.
+* ``tanh(x)``: ``|x| < 0.625``: odd polynomial (Cephes); otherwise
+  ``1 - 2 / (exp(2|x|) + 1)`` with the sign of ``x`` (both computed, one
+  selected: branch-free, so it vectorizes).
+* ``erf(x)``: the rational approximation of Eigen/XLA (odd degree-13 over even
+  degree-8 polynomial) on ``x`` clamped to ``[-4, 4]``.
+
+f16 is computed in f32 and rounded back; f64 is left alone (its libm/intrinsic
+calls are exact and f64 kernels are rare). ``fma=false`` uses a separate
+multiply and add (for hosts without FMA, where ``llvm.fma`` becomes a libcall).
+Kernels (``tloop.kernel`` functions) and any other function are rewritten alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import arith, math
+from xdsl.dialects.builtin import (
+    Float16Type,
+    Float32Type,
+    FloatAttr,
+    IntegerAttr,
+    ModuleOp,
+    f32,
+    i32,
+)
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
+
+EXPANDED = ("math.exp", "math.log", "math.tanh", "math.erf")
+
+
+class _Emitter:
+    """Collects the f32 ops of one expansion (Python numbers become constants)."""
+
+    def __init__(self, use_fma: bool):
+        self.ops: list[Operation] = []
+        self.use_fma = use_fma
+        self._constants: dict[tuple[str, float | int], SSAValue] = {}
+
+    def emit(self, op: Operation) -> SSAValue:
+        self.ops.append(op)
+        return op.results[0]
+
+    def f(self, value: float | SSAValue) -> SSAValue:
+        if isinstance(value, SSAValue):
+            return value
+        key = ("f", float(value))
+        if key not in self._constants:
+            self._constants[key] = self.emit(arith.ConstantOp(FloatAttr(float(value), f32)))
+        return self._constants[key]
+
+    def i(self, value: int | SSAValue) -> SSAValue:
+        if isinstance(value, SSAValue):
+            return value
+        key = ("i", int(value))
+        if key not in self._constants:
+            self._constants[key] = self.emit(arith.ConstantOp(IntegerAttr(int(value), i32)))
+        return self._constants[key]
+
+    # float arithmetic
+    def add(self, a, b):
+        return self.emit(arith.AddfOp(self.f(a), self.f(b)))
+
+    def sub(self, a, b):
+        return self.emit(arith.SubfOp(self.f(a), self.f(b)))
+
+    def mul(self, a, b):
+        return self.emit(arith.MulfOp(self.f(a), self.f(b)))
+
+    def div(self, a, b):
+        return self.emit(arith.DivfOp(self.f(a), self.f(b)))
+
+    def fma(self, a, b, c):
+        """a * b + c (fused when allowed)."""
+        if self.use_fma:
+            return self.emit(math.FmaOp(self.f(a), self.f(b), self.f(c)))
+        return self.add(self.mul(a, b), c)
+
+    def horner(self, x, coefficients: Sequence[float]):
+        """c0 x^(n-1) + ... + c(n-1), coefficients highest degree first."""
+        acc = self.f(coefficients[0])
+        for c in coefficients[1:]:
+            acc = self.fma(acc, x, c)
+        return acc
+
+    def cmp(self, pred: str, a, b):
+        return self.emit(arith.CmpfOp(self.f(a), self.f(b), pred))
+
+    def select(self, cond, a, b):
+        return self.emit(arith.SelectOp(cond, self.f(a), self.f(b)))
+
+    def maximum(self, a, b):
+        return self.emit(arith.MaximumfOp(self.f(a), self.f(b)))
+
+    def minimum(self, a, b):
+        return self.emit(arith.MinimumfOp(self.f(a), self.f(b)))
+
+    def abs(self, a):
+        return self.emit(math.AbsFOp(a))
+
+    def copysign(self, magnitude, sign):
+        return self.emit(math.CopySignOp(self.f(magnitude), self.f(sign)))
+
+    def roundeven(self, a):
+        return self.emit(math.RoundEvenOp(a))
+
+    # bits
+    def bits(self, a):
+        return self.emit(arith.BitcastOp(a, i32))
+
+    def float_of_bits(self, a):
+        return self.emit(arith.BitcastOp(a, f32))
+
+    def to_int(self, a):
+        return self.emit(arith.FPToSIOp(a, i32))
+
+    def to_float(self, a):
+        return self.emit(arith.SIToFPOp(a, f32))
+
+    def iadd(self, a, b):
+        return self.emit(arith.AddiOp(self.i(a), self.i(b)))
+
+    def isub(self, a, b):
+        return self.emit(arith.SubiOp(self.i(a), self.i(b)))
+
+    def iand(self, a, b):
+        return self.emit(arith.AndIOp(self.i(a), self.i(b)))
+
+    def ior(self, a, b):
+        return self.emit(arith.OrIOp(self.i(a), self.i(b)))
+
+    def shl(self, a, b):
+        return self.emit(arith.ShLIOp(self.i(a), self.i(b)))
+
+    def ashr(self, a, b):
+        return self.emit(arith.ShRSIOp(self.i(a), self.i(b)))
+
+    def iselect(self, cond, a, b):
+        return self.emit(arith.SelectOp(cond, self.i(a), self.i(b)))
+
+    def pow2(self, n):
+        """2^n as f32 for an i32 n in [-126, 127] (built from exponent bits)."""
+        return self.float_of_bits(self.shl(self.iadd(n, 127), 23))
+
+
+# -- the expansions (f32 in, f32 out) --------------------------------------------------
+
+LN2_HI = 0.693359375  # exactly representable: n * LN2_HI is exact for |n| < 2^9
+LN2_LO = -2.12194440e-4
+LOG2E = 1.44269504088896341
+EXP_HI = 88.72283935546875  # above: +inf (expf overflows)
+EXP_LO = -103.97208404541015625  # below: 0 (smaller than half the least denormal)
+ROUNDING_SHIFT = 12582912.0  # 1.5 * 2^23
+ROUNDING_SHIFT_BITS = 0x4B400000
+EXP_POLY = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+            1.6666665459e-1, 5.0000001201e-1)
+
+
+def expand_exp(e: _Emitter, x: SSAValue) -> SSAValue:
+    clamped = e.minimum(e.maximum(x, EXP_LO - 1.0), EXP_HI + 1.0)
+    # n = roundeven(x / ln2) by adding 1.5 * 2^23: the sum's low mantissa bits
+    # are n as an integer (|n| < 2^22), cheaper than roundeven + fptosi
+    shifted = e.fma(clamped, LOG2E, ROUNDING_SHIFT)
+    n = e.sub(shifted, ROUNDING_SHIFT)
+    r = e.fma(n, -LN2_HI, clamped)
+    r = e.fma(n, -LN2_LO, r)
+    r2 = e.mul(r, r)
+    p = e.fma(e.horner(r, EXP_POLY), r2, e.add(r, 1.0))  # e^r, r in [-ln2/2, ln2/2]
+    # 2^n = 2^(n/2 floor) * 2^(rest): both factors normal for n in [-150, 129]
+    ni = e.isub(e.bits(shifted), ROUNDING_SHIFT_BITS)
+    half = e.ashr(ni, 1)
+    y = e.mul(e.mul(p, e.pow2(half)), e.pow2(e.isub(ni, half)))
+    y = e.select(e.cmp("ogt", x, EXP_HI), float("inf"), y)
+    y = e.select(e.cmp("olt", x, EXP_LO), 0.0, y)
+    return e.select(e.cmp("uno", x, x), x, y)
+
+
+SQRT_HALF = 0.707106781186547524
+LOG_POLY = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+            1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+            3.3333331174e-1)
+MIN_NORMAL = 1.17549435e-38
+
+
+def expand_log(e: _Emitter, x: SSAValue) -> SSAValue:
+    denormal = e.cmp("olt", x, MIN_NORMAL)
+    scaled = e.select(denormal, e.mul(x, 8388608.0), x)  # * 2^23: normal again
+    bits = e.bits(scaled)
+    exponent = e.isub(e.ashr(bits, 23), e.iselect(denormal, 126 + 23, 126))
+    # mantissa in [0.5, 1): keep the fraction bits, exponent of 0.5
+    m = e.float_of_bits(e.ior(e.iand(bits, 0x007FFFFF), 0x3F000000))
+    small = e.cmp("olt", m, SQRT_HALF)
+    ef = e.sub(e.to_float(exponent), e.select(small, 1.0, 0.0))
+    m = e.sub(e.select(small, e.add(m, m), m), 1.0)  # log(x) = log(1 + m) + ef ln2
+    z = e.mul(m, m)
+    y = e.mul(e.mul(m, z), e.horner(m, LOG_POLY))
+    y = e.fma(ef, LN2_LO, y)
+    y = e.fma(z, -0.5, y)
+    y = e.fma(ef, LN2_HI, e.add(m, y))
+    y = e.select(e.cmp("oeq", x, float("inf")), float("inf"), y)
+    y = e.select(e.cmp("oeq", x, 0.0), float("-inf"), y)
+    return e.select(e.cmp("ult", x, 0.0), float("nan"), y)  # x < 0 or NaN
+
+
+TANH_POLY = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+             -3.33332819422e-1)
+
+
+def expand_tanh(e: _Emitter, x: SSAValue) -> SSAValue:
+    ax = e.abs(x)
+    z = e.mul(x, x)
+    small = e.fma(e.mul(e.horner(z, TANH_POLY), z), x, x)
+    exp2x = expand_exp(e, e.add(ax, ax))
+    large = e.copysign(e.sub(1.0, e.div(2.0, e.add(exp2x, 1.0))), x)
+    return e.select(e.cmp("olt", ax, 0.625), small, large)  # NaN: large (NaN)
+
+
+ERF_NUMERATOR = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06,
+                 -5.69250639462346e-05, -7.34990630326855e-04, -2.95459980854025e-03,
+                 -1.60960333262415e-02)
+ERF_DENOMINATOR = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+                   -7.37332916720468e-03, -1.42647390514189e-02)
+
+
+def expand_erf(e: _Emitter, x: SSAValue) -> SSAValue:
+    c = e.minimum(e.maximum(x, -4.0), 4.0)  # erf(4) is 1 in f32; NaN propagates
+    c2 = e.mul(c, c)
+    p = e.mul(c, e.horner(c2, ERF_NUMERATOR))
+    q = e.horner(c2, ERF_DENOMINATOR)
+    return e.div(p, q)
+
+
+EXPANSIONS = {
+    "math.exp": expand_exp,
+    "math.log": expand_log,
+    "math.tanh": expand_tanh,
+    "math.erf": expand_erf,
+}
+
+
+@dataclass
+class ExpandMathOp(RewritePattern):
+    use_fma: bool
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        expand = EXPANSIONS.get(op.name)
+        if expand is None:
+            return
+        t = op.results[0].type
+        if not isinstance(t, (Float32Type, Float16Type)):
+            return  # f64 (and vectors): keep the exact libm/intrinsic call
+        e = _Emitter(self.use_fma)
+        x = op.operands[0]
+        if isinstance(t, Float16Type):
+            x = e.emit(arith.ExtFOp(x, f32))
+        y = expand(e, x)
+        if isinstance(t, Float16Type):
+            y = e.emit(arith.TruncFOp(y, t))
+        rewriter.replace(op, e.ops, [y])
+
+
+@dataclass(frozen=True)
+class ExpandMathPass(ModulePass):
+    """Rewrite f32/f16 exp, log, tanh and erf into polynomials (see module docstring)."""
+
+    name = "expand-math"
+
+    fma: bool = True
+    """Use math.fma in the polynomials (false: separate multiply and add)."""
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(ExpandMathOp(self.fma), apply_recursively=False).rewrite_module(op)
