@@ -220,6 +220,12 @@ def metadata_for(module: ModuleOp, entry: str | None = None, num_threads: int | 
 def _level(module: ModuleOp) -> str:
     if any(op.name.startswith("graph.") for op in module.walk()):
         return "graph"
+    if any(  # e.g. a function that only returns its input: no graph op, but tensors
+        isinstance(op, func.FuncOp)
+        and any(isinstance(t, TensorType) for t in (*op.function_type.inputs, *op.function_type.outputs))
+        for op in module.ops
+    ):
+        return "graph"
     if any(isinstance(op, func.FuncOp) for op in module.ops):
         return "loops"
     return "llvm"
@@ -361,8 +367,10 @@ def compile(source, example_args=None, target: str = "llvm", entry: str | None =
     else all cores). ``entry``: the default entry point (default ``@main`` or the
     first function).
     """
+    if target == "cuda":
+        return _compile_cuda(source, entry, example_args)
     if target != "llvm":
-        raise CompileError(f"unknown target '{target}' (dlc.compile supports 'llvm')")
+        raise CompileError(f"unknown target '{target}' (dlc.compile supports 'llvm' and 'cuda')")
     if num_threads is not None and num_threads < 0:
         raise CompileError(f"num_threads must be >= 0, got {num_threads}")
     from dlc.backends.llvm.jit import JITError, JITModule
@@ -397,6 +405,24 @@ def compile(source, example_args=None, target: str = "llvm", entry: str | None =
     if num_threads is not None:
         native.set_num_threads(num_threads)
     return CompiledModule(native, jit, llvm_ir, weights, timings, num_threads)
+
+
+def _compile_cuda(source, entry: str | None, example_args=None):
+    """``target="cuda"``: the GPU pipeline of ``dlc.backends.cuda.build`` (the graph
+    passes, lower-to-loops, lower-to-gpu, CUDA C, nvcc). Returns a ``CudaProgram``
+    (``program(*arrays) -> outputs``, ``.cuda_source``, ``.timings``). Without nvcc,
+    a CUDA driver or a GPU this fails at once with one line naming which."""
+    from dlc.backends.cuda import build
+
+    start = time.perf_counter()
+    module = load_module(source, example_args)
+    loaded = time.perf_counter() - start
+    try:
+        program = build(module, entry=entry)
+    except DiagnosticException as err:  # CudaBuildError, GpuLoweringError, pass errors...
+        raise CompileError(_one_line(err, "cuda")) from None
+    program.timings["load"] = loaded
+    return program
 
 
 def _bind_weights(module: ModuleOp, symbols: dict[str, str]) -> dict[str, np.ndarray]:

@@ -40,6 +40,8 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "tloop-reorder": _lazy("dlc.transforms.tloop_reorder", "TLoopReorderPass"),
     "tloop-fuse": _lazy("dlc.transforms.tloop_fuse", "TLoopFusePass"),
     "tloop-fuse-siblings": _lazy("dlc.transforms.tloop_fuse_siblings", "TLoopFuseSiblingsPass"),
+    "tloop-distribute": _lazy("dlc.transforms.tloop_distribute", "TLoopDistributePass"),
+    "tloop-split-range": _lazy("dlc.transforms.tloop_split_range", "TLoopSplitRangePass"),
     "tloop-unroll": _lazy("dlc.transforms.tloop_unroll", "TLoopUnrollPass"),
     "tloop-vectorize": _lazy("dlc.transforms.tloop_vectorize", "TLoopVectorizePass"),
     "tloop-parallel": _lazy("dlc.transforms.tloop_parallel", "TLoopParallelPass"),

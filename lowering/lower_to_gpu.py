@@ -39,6 +39,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import DiagnosticException
 
 from dlc.backends.cuda.cuda_c import byte_size, is_shared
 from dlc.backends.cuda.gpu_schedule import apply_default_schedule, binding
@@ -50,7 +51,7 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_STATIC_SHARED_BYTES = 48 * 1024  # __shared__ arrays; more needs dynamic shared memory
 
 
-class GpuLoweringError(Exception):
+class GpuLoweringError(DiagnosticException):
     """A kernel or host function cannot be mapped to the GPU (one-line message)."""
 
 
@@ -154,7 +155,8 @@ def materialize_bindings(kernel: func.FuncOp) -> LaunchShape:
 def lower_kernel(kernel: func.FuncOp) -> LaunchShape:
     if "gpu.kernel" in kernel.attributes:
         return launch_shape(kernel)
-    apply_default_schedule(kernel)
+    schedule = apply_default_schedule(kernel)
+    kernel.attributes["gpu.schedule"] = StringAttr(schedule)  # named in the emitted .cu
     return materialize_bindings(kernel)
 
 

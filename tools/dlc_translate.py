@@ -1,7 +1,7 @@
 """dlc-translate: translate between dlc IR and other formats.
 
     dlc-translate --to-llvm model.mlir -o model.ll      # LLVM IR text
-    dlc-translate --to-cuda model.mlir                  # one .cu file
+    dlc-translate --to-cuda model.mlir|model.onnx -o m.cu  # one .cu (+ m.cu.weights.npz)
     dlc-translate --to-ptx  model.mlir --arch sm_90     # PTX
     dlc-translate --from-onnx model.onnx -o model.mlir  # graph IR (+ model.mlir.weights.npz)
     dlc-translate --from-te kernel.te                   # loop IR of a tensor expression
@@ -158,9 +158,15 @@ def run(argv: list[str]) -> int:
     else:
         from dlc.context import make_context
 
-        text, source = read_text(args.input)
-        module = parse_module(make_context(), text, source)
-        load_weights(module, None if source == "<stdin>" else args.input, source)
+        if args.input.endswith(".onnx"):  # export straight from an ONNX model
+            importer = TRANSLATIONS["from-onnx"]
+            if not os.path.exists(args.input):
+                raise DiagnosticError(f"cannot open '{args.input}': no such file")
+            module = _call(importer, importer.load(), "from-onnx", args.input)
+        else:
+            text, source = read_text(args.input)
+            module = parse_module(make_context(), text, source)
+            load_weights(module, None if source == "<stdin>" else args.input, source)
         verify_module(module)
         options = {"arch": args.arch} if name == "to-ptx" else {}
         result = _call(translation, fn, name, module, **options)
@@ -171,6 +177,8 @@ def run(argv: list[str]) -> int:
 
     if args.output:
         write_atomically(args.output, result)
+        if name == "to-cuda":  # the host entry takes the weights: keep them beside the .cu
+            save_weights(module, args.output)
     else:
         sys.stdout.write(result)
     return 0

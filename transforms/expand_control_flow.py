@@ -37,10 +37,10 @@ from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.dialects import graph as g
-from dlc.dialects.graph_base import GraphOp, numpy_dtype
+from dlc.dialects.graph_base import GraphOp, dense_from_numpy, numpy_dtype
 from dlc.tools.diagnostics import op_error
 
 
@@ -63,7 +63,7 @@ class _Builder:
         return list(self.add(op_type.make(*operands, **attrs)).results)
 
     def const(self, array) -> SSAValue:
-        return self(g.ConstantOp, value=_dense(np.asarray(array)))
+        return self(g.ConstantOp, value=dense_from_numpy(np.asarray(array)))
 
     def zeros(self, t: TensorType) -> SSAValue:
         return self.const(np.zeros(t.get_shape(), numpy_dtype(t.element_type)))
@@ -77,12 +77,6 @@ class _Builder:
                 return [mapping.get(v, v) for v in op.operands]
             self.ops.append(op.clone(value_mapper=mapping))
         raise AssertionError("verified bodies end with graph.yield")
-
-
-def _dense(array: np.ndarray):
-    from dlc.dialects.graph_base import dense_from_numpy
-
-    return dense_from_numpy(array)
 
 
 def _constant_value(value: SSAValue) -> np.ndarray | None:
@@ -157,6 +151,19 @@ def _passes_condition_through(op: g.LoopOp) -> bool:
     return known is not None and bool(known.all())
 
 
+def _padded_stack(b: _Builder, rows: list[SSAValue], result: TensorType) -> SSAValue:
+    """``rows`` stacked on a new axis 0, then zero rows up to ``result``'s length
+    (the iterations that did not run)."""
+    bound, row_shape = result.get_shape()[0], list(result.get_shape()[1:])
+    if len(rows) == bound:
+        return _stack(b, rows, 0, result)
+    tail = b.zeros(TensorType(result.element_type, [bound - len(rows), *row_shape]))
+    if not rows:
+        return tail
+    head = _stack(b, rows, 0, TensorType(result.element_type, [len(rows), *row_shape]))
+    return b(g.ConcatOp, head, tail, axis=0)
+
+
 def _expand_loop(op: g.LoopOp, b: _Builder) -> list[SSAValue]:
     carried_n = op.attrs.int("num_carried")
     bound = op.attrs.int("max_iterations")
@@ -178,15 +185,7 @@ def _expand_loop(op: g.LoopOp, b: _Builder) -> list[SSAValue]:
             cond, carried = outs[0], outs[1:1 + carried_n]
             for k, value in enumerate(outs[1 + carried_n:]):
                 rows[k].append(value)
-        scans = []
-        for k, t in enumerate(scan_types):
-            if trips >= bound:
-                scans.append(_stack(b, rows[k], 0, t))
-            else:  # rows of iterations that did not run are zero
-                tail = b.zeros(TensorType(t.element_type, [bound - len(rows[k]), *t.get_shape()[1:]]))
-                head = [_stack(b, rows[k], 0, TensorType(t.element_type, [len(rows[k]), *t.get_shape()[1:]]))] if rows[k] else []
-                scans.append(b(g.ConcatOp, *head, tail, axis=0) if head else tail)
-        return [*carried, *scans]
+        return [*carried, *[_padded_stack(b, rows[k], t) for k, t in enumerate(scan_types)]]
 
     # general case: carry an `active` flag and mask every update with it
     trips = _scalar(b, trip_value)
@@ -220,16 +219,10 @@ def expand_one(op: Operation) -> None:
     """Replace one region op (in place) by its straight-line expansion."""
     b = _Builder(op.location)
     results = _EXPANSIONS[type(op)](op, b)
-    Rewriter.insert_op(b.ops, _before(op))
+    Rewriter.insert_op(b.ops, InsertPoint.before(op))
     for old, new in zip(op.results, results, strict=True):
         old.replace_all_uses_with(new)
     Rewriter.erase_op(op)
-
-
-def _before(op: Operation):
-    from xdsl.rewriter import InsertPoint
-
-    return InsertPoint.before(op)
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,10 @@ def infer_op(op: GraphOp) -> None:
             )
         types.append(operand.type)
     try:
-        inferred = op.infer(types, op.attrs)
+        if op.regions:  # graph.if/loop/scan: results follow the bodies' graph.yield
+            inferred = op.infer_regions(types, op.attrs, list(op.regions))
+        else:
+            inferred = op.infer(types, op.attrs)
     except ShapeError as err:
         raise op_error(op, f"{describe_op(op)}: {err}") from None
     if len(inferred) != len(op.results):
@@ -69,7 +72,7 @@ class _FunctionInference:
         if name in self.done or name in self.active or fn.is_declaration:
             return  # recursion: the callee keeps its declared signature
         self.active.add(name)
-        for op in fn.body.walk():
+        for op in fn.body.walk(region_first=True):  # bodies before the op that yields them
             self._visit(op)
         fn.update_function_type()
         self.active.discard(name)

@@ -2,7 +2,8 @@
 
 Input: the output of ``lower-to-gpu`` (kernels with ``gpu.kernel``, host
 functions with ``gpu.host``). Each kernel becomes a ``__global__`` function with
-``__launch_bounds__`` and a comment naming its graph op; each host function an
+``__launch_bounds__`` under a comment giving its graph op, launch shape, GPU
+schedule and the shapes it reads and writes; each host function an
 ``extern "C" int dlc_<name>(inputs..., outputs..., const void* const* weights)``
 that runs the program with the CUDA runtime and returns 0 or the CUDA error.
 
@@ -29,6 +30,7 @@ from xdsl.dialects.builtin import (
     StridedLayoutAttr,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
 
 from dlc.dialects.tloop import ForOp, WeightOp, YieldOp
 
@@ -50,7 +52,7 @@ MATH = {
     "math.roundeven": "rintf", "math.round": "roundf", "math.sin": "sinf", "math.cos": "cosf",
     "math.powf": "powf", "math.absf": "fabsf", "math.fma": "fmaf", "math.exp2": "exp2f",
     "math.log2": "log2f", "math.trunc": "truncf",
-    "arith.maximumf": "fmaxf", "arith.minimumf": "fminf", "arith.maxnumf": "fmaxf",
+    "arith.maximumf": "dlc_maximumf", "arith.minimumf": "dlc_minimumf", "arith.maxnumf": "fmaxf",
     "arith.minnumf": "fminf", "arith.remf": "fmodf",
 }
 SIGNED_MINMAX = {"arith.maxsi": ">", "arith.minsi": "<", "arith.maxui": ">", "arith.minui": "<"}
@@ -81,6 +83,13 @@ PRELUDE = """\
     }                                                                            \\
   } while (0)
 
+// arith.maximumf/minimumf return NaN when either operand is NaN (like numpy and the
+// CPU target); fmaxf/fminf would return the other operand.
+__device__ __forceinline__ float dlc_maximumf(float a, float b) { return (a != a || b != b) ? a + b : fmaxf(a, b); }
+__device__ __forceinline__ float dlc_minimumf(float a, float b) { return (a != a || b != b) ? a + b : fminf(a, b); }
+__device__ __forceinline__ double dlc_maximum(double a, double b) { return (a != a || b != b) ? a + b : fmax(a, b); }
+__device__ __forceinline__ double dlc_minimum(double a, double b) { return (a != a || b != b) ? a + b : fmin(a, b); }
+
 extern "C" const char* dlc_cuda_error_string(int code) {
   return cudaGetErrorString((cudaError_t)code);
 }
@@ -94,7 +103,7 @@ extern "C" int dlc_cuda_device_count(void) {
 """
 
 
-class CudaEmitError(Exception):
+class CudaEmitError(DiagnosticException):
     """The module holds something the CUDA emitter does not support (one-line message)."""
 
 
@@ -423,12 +432,28 @@ class FunctionWriter:
         self.depth += 1
         self.block(op.true_region.block, targets)
         self.depth -= 1
-        if op.false_region.blocks:
+        if op.false_region.blocks and not _only_yields(op.false_region.block):
             self.line("} else {")
             self.depth += 1
             self.block(op.false_region.block, targets)
             self.depth -= 1
         self.line("}")
+
+
+def _only_yields(block: Block) -> bool:
+    return all(isinstance(op, scf.YieldOp) and not op.operands for op in block.ops)
+
+
+SCHEDULE_NOTES = {
+    "generic": "one thread per output element, grid-stride loop",
+    "row-reduction": "one block per row, tree reduction in shared memory",
+    "matmul": "shared-memory tiles, register blocking per thread",
+    "user": "user bindings (gpu.bind)",
+}
+
+
+def _shape(type_: MemRefType) -> str:
+    return "x".join(str(d) for d in type_.get_shape()) + ("x" if type_.get_shape() else "") + str(type_.element_type)
 
 
 def stored_args(kernel: func.FuncOp) -> set[int]:
@@ -455,6 +480,14 @@ def emit_kernel(kernel: func.FuncOp) -> str:
     header = [f"// @{name}: {source.data if source else 'kernel'}"]
     grid = kernel.attributes["gpu.grid"].get_values()  # type: ignore[union-attr]
     header.append(f"// launch: grid ({grid[0]}, {grid[1]}, {grid[2]}), block ({block[0]}, {block[1]}, {block[2]})")
+    schedule = kernel.attributes.get("gpu.schedule")
+    if schedule is not None:
+        note = SCHEDULE_NOTES.get(schedule.data)
+        header.append(f"// schedule: {schedule.data}" + (f" ({note})" if note else ""))
+    args = kernel.body.block.args
+    reads = [f"{w[a]} {_shape(a.type)}" for a in args if a.index not in written]
+    writes = [f"{w[a]} {_shape(a.type)}" for a in args if a.index in written]
+    header.append(f"// reads {', '.join(reads) or 'nothing'}; writes {', '.join(writes) or 'nothing'}")
     header.append(f"extern \"C\" __global__ void __launch_bounds__({threads}) {name}({', '.join(params)}) {{")
     w.block(kernel.body.block)
     return "\n".join(header + w.lines + ["}"])

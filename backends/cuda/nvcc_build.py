@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp
+from xdsl.utils.exceptions import DiagnosticException
 
 from dlc.backends.cuda.cuda_c import emit_cuda
 from dlc.dialects.graph_base import numpy_dtype
@@ -26,7 +27,7 @@ from dlc.dialects.graph_base import numpy_dtype
 NVCC_CANDIDATES = ("nvcc", "/usr/local/cuda/bin/nvcc", "/usr/local/bin/nvcc")
 
 
-class CudaBuildError(Exception):
+class CudaBuildError(DiagnosticException):
     """nvcc, the driver or the GPU is missing, or compiling/running failed (one line)."""
 
 
@@ -35,6 +36,32 @@ def find_nvcc() -> str | None:
         path = shutil.which(candidate)
         if path:
             return path
+    return None
+
+
+CUDA_ERRORS = {100: "CUDA_ERROR_NO_DEVICE", 999: "CUDA_ERROR_UNKNOWN", 3: "CUDA_ERROR_NOT_INITIALIZED",
+               35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 34: "CUDA_ERROR_STUB_LIBRARY"}
+
+
+def missing_cuda_piece(require_device: bool = True) -> str | None:
+    """Why CUDA programs cannot be built/run here (one line naming nvcc, the driver
+    or the GPU), or None. Probes the driver library directly (``cuInit`` and
+    ``cuDeviceGetCount``), so this answers before nvcc spends seconds compiling."""
+    if find_nvcc() is None:
+        return "cuda build: nvcc not found (install the CUDA toolkit or put nvcc on PATH)"
+    if not require_device:
+        return None
+    try:
+        driver = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return "cuda build: no CUDA driver (libcuda.so.1 cannot be loaded: no NVIDIA driver on this machine)"
+    code = driver.cuInit(0)
+    if code != 0:
+        return f"cuda build: no usable GPU: cuInit failed with {CUDA_ERRORS.get(code, code)}"
+    count = ctypes.c_int(0)
+    code = driver.cuDeviceGetCount(ctypes.byref(count))
+    if code != 0 or count.value == 0:
+        return "cuda build: no CUDA GPU found (cuDeviceGetCount returned 0)"
     return None
 
 
@@ -63,9 +90,12 @@ def compile_shared_library(source: str, arch: str = "sm_90", cache_dir: str | No
 class CudaProgram:
     """A compiled host function: ``program(*inputs) -> list of outputs``."""
 
-    def __init__(self, lib_path: str, host: func.FuncOp, weights: list[np.ndarray]):
+    def __init__(self, lib_path: str, host: func.FuncOp, weights: list[np.ndarray], source: str = ""):
         self.lib_path = lib_path
+        self.cuda_source = source  # the .cu text nvcc compiled
+        self.timings: dict[str, float] = {}
         self.name = host.sym_name.data
+        self.entries: dict[str, CudaProgram] = {self.name: self}
         self.lib = ctypes.CDLL(lib_path)
         self.entry = getattr(self.lib, f"dlc_{self.name}")
         self.entry.restype = ctypes.c_int
@@ -78,6 +108,29 @@ class CudaProgram:
         self.weights = weights
         self.weight_table = (ctypes.c_void_p * max(1, len(weights)))(
             *[w.ctypes.data for w in weights] or [None]
+        )
+
+    @property
+    def input_specs(self) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+        """(name, shape, dtype) of each input, like ``dlc.compile``'s CPU modules."""
+        return [(f"input{k}", tuple(t.get_shape()), numpy_dtype(t.element_type))
+                for k, t in enumerate(self.input_types)]
+
+    @property
+    def output_specs(self) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+        return [(f"output{k}", tuple(t.get_shape()), numpy_dtype(t.element_type))
+                for k, t in enumerate(self.output_types)]
+
+    def run(self, entry: str, *inputs: np.ndarray) -> list[np.ndarray]:
+        """Call another host function compiled into the same library."""
+        if entry not in self.entries:
+            raise CudaBuildError(f"no host function @{entry} (have {', '.join(self.entries)})")
+        return self.entries[entry](*inputs)
+
+    def export(self, path: str) -> str:
+        raise CudaBuildError(
+            f"cuda: export is not supported for the cuda target yet (dlc.runtime loads CPU "
+            f"libraries); the nvcc-built library is {self.lib_path}, host entry dlc_{self.name}"
         )
 
     def device_count(self) -> int:
@@ -115,6 +168,27 @@ class CudaProgram:
         return outputs
 
 
+def host_weights(host: func.FuncOp, store) -> list[np.ndarray]:
+    """The arrays of the host entry's weights table, in its order, checked against the IR."""
+    from dlc.dialects.tloop import WeightOp
+
+    weights = []
+    for op in host.body.block.ops:
+        if not isinstance(op, WeightOp):
+            continue
+        name, type_ = op.weight_name.data, op.buffer.type
+        if store is None or name not in store:
+            raise CudaBuildError(f"cuda build: weight \"{name}\" is not in the module's weights store")
+        array = np.ascontiguousarray(store[name], dtype=numpy_dtype(type_.element_type))
+        shape = tuple(type_.get_shape())
+        if array.shape != shape and array.size == int(np.prod(shape)):
+            array = array.reshape(shape)  # a scalar stored as shape (1,): same bytes
+        if array.shape != shape:
+            raise CudaBuildError(f"cuda build: weight \"{name}\" has shape {array.shape}, expected {type_}")
+        weights.append(array)
+    return weights
+
+
 def build(
     module: ModuleOp,
     entry: str | None = None,
@@ -122,15 +196,23 @@ def build(
     cache_dir: str | None = None,
     require_device: bool = True,
 ) -> CudaProgram:
-    """Compile ``module`` (loop level) and return its host function ``entry`` as a callable.
+    """Compile ``module`` (any level) and return its host function ``entry`` as a callable;
+    every host function of the module shares the one library (``program.run(name, ...)``).
 
     With ``require_device`` (default) a missing driver/GPU is reported here;
     otherwise only when the program is called.
     """
+    import time
+
     from dlc.lowering.lower_to_gpu import is_host
     from dlc.weights import store_of
 
+    missing = missing_cuda_piece(require_device)
+    if missing is not None:  # before the slow parts: one line naming what is absent
+        raise CudaBuildError(missing)
+    start = time.perf_counter()
     source = emit_cuda(module)
+    emitted = time.perf_counter()
     hosts = [op for op in module.ops if is_host(op)]
     if not hosts:
         raise CudaBuildError("cuda build: the module has no host function (tloop.host)")
@@ -139,22 +221,12 @@ def build(
         if entry is not None:
             raise CudaBuildError(f"cuda build: no host function @{entry}")
         host = hosts[0]
-    from dlc.dialects.tloop import WeightOp
-
     store = store_of(module, create=False)
-    weights = []
-    for op in host.body.block.ops:  # same order as the host entry's weights array
-        if not isinstance(op, WeightOp):
-            continue
-        name, type_ = op.weight_name.data, op.buffer.type
-        if store is None or name not in store:
-            raise CudaBuildError(f"cuda build: weight \"{name}\" is not in the module's weights store")
-        array = np.ascontiguousarray(store[name], dtype=numpy_dtype(type_.element_type))
-        if array.shape != tuple(type_.get_shape()):
-            raise CudaBuildError(f"cuda build: weight \"{name}\" has shape {array.shape}, expected {type_}")
-        weights.append(array)
     lib = compile_shared_library(source, arch, cache_dir)
-    program = CudaProgram(lib, host, weights)
+    entries = {h.sym_name.data: CudaProgram(lib, h, host_weights(h, store), source) for h in hosts}
+    program = entries[host.sym_name.data]
+    program.entries = entries
+    program.timings.update({"lower-and-emit-cuda": emitted - start, "nvcc": time.perf_counter() - emitted})
     if require_device:
         program.check_device()
     return program

@@ -73,6 +73,7 @@ OP_CASES: list[OpCase] = [
     _c("sigmoid", g.SigmoidOp, [(2, 3, 5)]),
     _c("relu", g.ReluOp, [(13,)]),
     _c("relu_i32", g.ReluOp, [I(13)]),
+    _c("relu_nan", g.ReluOp, [In((4,), values=(float("nan"), -1.0, 2.0, -0.0))]),  # NaN propagates
     _c("erf", g.ErfOp, [(3, 7)]),
     _c("floor", g.FloorOp, [(3, 7)]),
     _c("ceil", g.CeilOp, [(3, 7)]),
@@ -99,6 +100,7 @@ OP_CASES: list[OpCase] = [
     _c("add_scalar", g.AddOp, [(3, 5), ()]),
     _c("sub", g.SubOp, [(1, 5), (3, 1)]),
     _c("mul_i32", g.MulOp, [I(2, 3), I(3)]),
+    _c("add_i8", g.AddOp, [I(3, 5, t=i8), I(5, t=i8)]),
     _c("div", g.DivOp, [(2, 3), P(3)]),
     _c("div_i32", g.DivOp, [In((4,), i32, values=(7, -7, 7, -7)), In((4,), i32, values=(2, 2, -2, -2))]),
     _c("pow", g.PowOp, [P(2, 3), (3,)], rtol=1e-4),
@@ -106,6 +108,7 @@ OP_CASES: list[OpCase] = [
     _c("mod_i32", g.ModOp, [In((4,), i32, values=(7, -7, 7, -7)), In((4,), i32, values=(3, 3, -3, -3))]),
     _c("max", g.MaxOp, [(3, 1), (1, 5)]),
     _c("min", g.MinOp, [(3, 1), (1, 5)]),
+    _c("max_nan", g.MaxOp, [In((3,), values=(float("nan"), 1.0, -2.0)), In((3,), values=(0.0, float("nan"), -3.0))]),
     _c("equal", g.EqualOp, [I(3, 5), I(5)]),
     _c("not_equal", g.NotEqualOp, [I(3, 5), I(5)]),
     _c("less", g.LessOp, [(3, 5), (5,)]),

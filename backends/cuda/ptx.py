@@ -32,6 +32,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
 )
 from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.utils.exceptions import DiagnosticException
 
 from dlc.backends.cuda.cuda_c import CMPF, CMPI, is_shared, num_elements, strides_of
 from dlc.dialects.tloop import ForOp, YieldOp
@@ -59,7 +60,7 @@ APPROX = ("math.exp", "math.log", "math.exp2", "math.log2", "math.rsqrt", "math.
 INT_MINMAX = {"arith.maxsi": ">", "arith.minsi": "<", "arith.maxui": ">", "arith.minui": "<"}
 
 
-class PtxEmitError(Exception):
+class PtxEmitError(DiagnosticException):
     """The module holds something the PTX emitter does not support (one-line message)."""
 
 

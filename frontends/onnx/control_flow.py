@@ -83,7 +83,8 @@ def _import_body(ctx: ImportContext, graph: onnx.GraphProto, formal_types: list[
     if len(graph.input) != len(formal_types):
         raise ctx.error(f"{what} takes {len(graph.input)} inputs, expected {len(formal_types)}")
     block = Block(arg_types=[*formal_types, *(t.type for _, t in captures)])
-    sub = ImportContext(block, ctx.store, ctx.opset)
+    # the node's opset (an op from a function body has the function's opset)
+    sub = ImportContext(block, ctx.store, ctx.node.opset)
     values: dict[str, Tensor] = {}
     for name, t in outer.items():
         if t.const is not None:  # a fresh record: its SSA value (if any) is outside
@@ -95,7 +96,7 @@ def _import_body(ctx: ImportContext, graph: onnx.GraphProto, formal_types: list[
     for init in graph.initializer:
         values[init.name] = sub.constant(tensor_to_numpy(init, f"{what} initializer '{init.name}'"),
                                          name=init.name)
-    _convert_nodes(graph, sub, values, None, ctx.opset)
+    _convert_nodes(graph, sub, values, None, ctx.node.opset)
     outs = []
     for vi in graph.output:
         if vi.name not in values:
@@ -144,7 +145,7 @@ def _inline_branch(node: Node, ctx: ImportContext, branch: onnx.GraphProto):
     for init in branch.initializer:
         local[init.name] = ctx.constant(tensor_to_numpy(init, f"If branch initializer '{init.name}'"))
     try:
-        _convert_nodes(branch, ctx, local, None, ctx.opset)
+        _convert_nodes(branch, ctx, local, None, node.opset)
     finally:
         ctx.values, ctx.node = outer_values, node
     missing = [vi.name for vi in branch.output if vi.name not in local]
@@ -234,7 +235,7 @@ def _unroll_at_import(node: Node, ctx: ImportContext, trips: int, cond: Tensor,
         for init in body.initializer:
             local[init.name] = ctx.constant(tensor_to_numpy(init, f"Loop body initializer '{init.name}'"))
         try:
-            _convert_nodes(body, ctx, local, None, ctx.opset)
+            _convert_nodes(body, ctx, local, None, node.opset)
         finally:
             ctx.values, ctx.node = outer_values, node
         outs = [local[vi.name] for vi in body.output]

@@ -97,7 +97,30 @@ def _rename(node: NodeProto, proto: FunctionProto, schema) -> list[NodeProto]:
                     bound.CopyFrom(attrs[attr.ref_attr_name])
                     bound.name = attr.name
                     out.attribute.append(bound)
+            elif attr.type == onnx.AttributeProto.GRAPH:  # If/Loop/Scan bodies
+                bound = onnx.AttributeProto()
+                bound.CopyFrom(attr)
+                _rename_outer_names(bound.g, rename)
+                out.attribute.append(bound)
             else:
                 out.attribute.append(attr)
         body.append(out)
     return body
+
+
+def _rename_outer_names(graph: onnx.GraphProto, rename) -> None:
+    """Rename (in place) the names a nested body reads from the function body."""
+    local = ({i.name for i in graph.input} | {i.name for i in graph.initializer}
+             | {o for n in graph.node for o in n.output})
+
+    def outer(name: str) -> str:
+        return name if not name or name in local else rename(name)
+
+    for n in graph.node:
+        for k, name in enumerate(n.input):
+            n.input[k] = outer(name)
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.GRAPH:
+                _rename_outer_names(a.g, outer)
+    for o in graph.output:
+        o.name = outer(o.name)

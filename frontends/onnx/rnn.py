@@ -246,7 +246,8 @@ def convert_recurrent(node: Node, ctx: ImportContext):
         raise ctx.error(f"unknown direction '{direction}'")
     num_directions = 2 if direction == "bidirectional" else 1
     hidden = int(node.attr("hidden_size", r.shape[-1]))
-    if tuple(w.shape[:2]) != (num_directions, gates * hidden) or r.shape != (num_directions, gates * hidden, hidden):
+    rows = (num_directions, gates * hidden)
+    if tuple(w.shape[:2]) != rows or r.shape != (*rows, hidden):
         raise ctx.error(f"W {list(w.shape)} / R {list(r.shape)} do not match {num_directions} "
                         f"direction(s) of {gates} gate(s) with hidden_size {hidden}")
     acts = _activations(node, ctx, num_directions)

@@ -52,6 +52,7 @@ TEFunction`` (callable on numpy arrays, ``.module`` is the scheduled loop IR),
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import lru_cache
 
@@ -69,7 +70,10 @@ __all__ = ["KERNEL", "HOST", "TEError", "TEFunction", "compile", "import_te", "l
 
 
 def program(source: str, bindings=None) -> Program:
-    """Parse and analyse TE text (raises TEError)."""
+    """Parse and analyse TE text, or the .te file it names (raises TEError)."""
+    if source.endswith(".te") and "\n" not in source and os.path.exists(source):
+        with open(source) as f:
+            source = f.read()
     return analyse(parse(source), bindings)
 
 

@@ -16,7 +16,9 @@ Rules (documented for users in ``frontends/te/__init__.py``):
 * an access that can leave its tensor's bounds is an error, unless it is in a
   ``select`` branch: there the subscripts are clamped into range (so the
   access is safe) and the select is expected to discard the value — this is
-  how padding is written.
+  how padding is written. Bounds are interval arithmetic over the ranges; a
+  ``select`` inside a subscript counts both branches (clamp with ``max``/``min``
+  instead: ``X[max(i - 1, 0)]``).
 """
 
 from __future__ import annotations

@@ -262,8 +262,17 @@ def _expected(err: lark.UnexpectedToken) -> set[str]:
         return set(err.expected)
 
 
+# Tokens that can start an expression: listed together they read "an expression".
+_EXPRESSION_START = {"NAME", "INT", "FLOAT", "LPAR", "MINUS"}
+
+
 def _words(names) -> str:
-    words = sorted({_TOKEN_WORDS.get(n, _literal_of(n)) for n in names})
+    names = set(names)
+    lead = []
+    if _EXPRESSION_START <= names:
+        names -= _EXPRESSION_START
+        lead = ["an expression"]
+    words = lead + sorted({_TOKEN_WORDS.get(n, _literal_of(n)) for n in names})
     if len(words) > 6:
         words = words[:6] + ["..."]
     return ", ".join(words)

@@ -28,6 +28,7 @@ from __future__ import annotations
 import operator
 import os
 import re
+import warnings
 from collections import Counter
 from typing import Any
 
@@ -277,7 +278,9 @@ def from_exported_program(ep, functionalize: bool = True) -> ModuleOp:
 
     if functionalize:
         try:
-            ep = ep.run_decompositions({})
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                ep = ep.run_decompositions({})
         except Exception as err:  # torch's own failure: one line, not a traceback
             raise TorchImportError(f"torch could not functionalize the program: "
                                    f"{str(err).strip().splitlines()[0]}") from None
@@ -409,7 +412,9 @@ def from_module(model, example_args: tuple, example_kwargs: dict | None = None) 
     example_args = tuple(torch.from_numpy(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
                          for a in example_args)
     try:
-        ep = torch.export.export(model, example_args, kwargs=example_kwargs)
+        with warnings.catch_warnings():  # torch's own deprecation noise
+            warnings.simplefilter("ignore", FutureWarning)
+            ep = torch.export.export(model, example_args, kwargs=example_kwargs)
     except Exception as err:  # torch's export failure: one line
         raise TorchImportError(f"torch.export failed: {str(err).strip().splitlines()[0]}") from None
     return from_exported_program(ep)
@@ -420,7 +425,9 @@ def load_exported_program(path: str) -> ModuleOp:
     if not os.path.isfile(path):
         raise TorchImportError(f"{path}: no such file")
     try:
-        ep = torch.export.load(path)
+        with warnings.catch_warnings():  # torch's own deprecation noise while unpickling
+            warnings.simplefilter("ignore", FutureWarning)
+            ep = torch.export.load(path)
     except Exception as err:
         raise TorchImportError(f"{path}: not a torch.export program "
                                f"({str(err).strip().splitlines()[0]})") from None

@@ -472,3 +472,14 @@ def _arange(cx, a):
     step = a.get("step", 1) if a.get("step") is not None else 1
     values = torch.arange(start, end, step, dtype=numpy_to_torch_dtype(expected[1])).numpy()
     return cx.constant(values, name=cx.node.name)
+
+
+@converts("aten.any", "aten.all")
+def _any_all(cx, a):
+    """any/all as max/min of the 0/1 values (bool tensors have no max)."""
+    x = cx.cast(_as_bool(cx, a["self"]), np.int32)
+    rank = len(cx.shape(x))
+    reduce = g.ReduceMaxOp if _name(cx) == "aten.any" else g.ReduceMinOp
+    if rank:
+        x = cx.emit(reduce, x, axes=_dims(a.get("dim"), rank), keepdims=bool(a.get("keepdim", False)))
+    return _as_bool(cx, x)

@@ -9,15 +9,21 @@ matmul (``C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]``, batch dims optional)::
     parallel for b / for (mo, no) fused         MC x NC blocks of C
       for ko                                    KC slice of the reduction
         Bp = pack B[ko:ko+KC, no:no+NC]         cache_read: L2-resident panel
-        for mi, ni                              MR x NR register tile
-          acc = C tile                          cache_write: SROA -> registers
-          for ki                                k stays in order (sum order kept)
-            for mr (unrolled)  for nr (vectorized)
-              acc[mr, nr] += A[.., mi+mr, ko+ki] * Bp[ki, ni+nr]   (contract -> FMA)
+        for mi                                  MR rows
+          Ap = pack A[mi:mi+MR, ko:ko+KC]       cache_read (no 4 KiB L1 aliasing)
+          for ni                                MR x NR register tile
+            acc = C tile                        cache_write: SROA -> registers
+            for ki                              k stays in order (sum order kept)
+              for mr (unrolled)  for nr (vectorized)
+                acc[mr, nr] += Ap[mr, ki] * Bp[ki, ni+nr]   (contract -> FMA)
 
 The order of the k summation is the source's (k ascending), so only the
 mul + add fusion (``contract``: one rounding instead of two) changes results.
-Sizes that do not divide the tiles keep the split guards (correct, slower).
+
+Odd sizes: the last M % MR rows and N % NR columns are split off (split_range)
+into tail nests with simpler schedules, so the main part tiles exactly; cache
+blocks are divisors of the main part where possible (a split guard inside the
+micro-kernel on n stops its vectorization; on k it costs a branch per k step).
 
 conv2d (NCHW / OIHW, groups 1): the same idea with output-channel blocking
 (OCB accumulators) and a vector over output columns (TVM's NCHWc-style
@@ -36,9 +42,8 @@ from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule import annotate
 from dlc.lowering.schedule.core import Schedule, ScheduleError, enclosing_loops, loop_name
 
-import os
-PACK_A = os.environ.get("PACKA","1")=="1"
-PANEL_FLOATS = 131072  # 512 KiB: half of a Zen 4 / recent Intel L2
+PANEL_FLOATS = 131072  # packed B panel: 512 KiB, half of a Zen 4 / recent Intel L2
+MC_CAP = 512  # rows of A per block (8 x 16 and 6 x 16 tiles: 8 KiB of A per register row)
 CONTRACT = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
 
 
@@ -57,10 +62,6 @@ def host_has_avx512() -> bool:
 def register_tile() -> tuple[int, int]:
     """(rows, columns) of the f32 accumulator tile held in vector registers."""
     return (8, 16) if host_has_avx512() else (6, 16)
-
-
-def _round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
 
 
 def _allow_contract(kernel: func.FuncOp) -> None:
@@ -112,7 +113,7 @@ def _matmul_blocks(m0: int, n0: int, k: int, mr: int, nr: int, batched: bool) ->
     kc = k if k <= budget else (_divisor_tile(k, 1, budget) or budget // 16 * 16)
     if kc < 64 <= k:
         kc = budget // 16 * 16  # a tiny divisor would repack B too often: take the k guard
-    mc = _divisor_tile(m0, mr, 512) or (m0 if m0 <= 2048 else 512 // mr * mr)
+    mc = _divisor_tile(m0, mr, MC_CAP) or (m0 if m0 <= 2048 else 512 // mr * mr)
     if not batched and -(-m0 // mc) * -(-n0 // nc) < 2:  # two threads need two blocks
         if (m0 // mr) % 2 == 0 and m0 >= 2 * mr:
             mc = m0 // 2
@@ -171,18 +172,18 @@ def schedule_matmul(s: Schedule) -> bool:
         tails = []
         if 0 < m0 < m:
             s.split_range("m_s1", m0, "_mt")
-            tails.append([f"{b}_mt" for b in acc_batch] + ["m_s1_mt", "n_s1_mt", "k_mt"])
+            tails.append("k_mt")
         if 0 < n0 < n:
             s.split_range("n_s1", n0, "_nt")
-            tails.append([f"{b}_nt" for b in acc_batch] + ["m_s1_nt", "n_s1_nt", "k_nt"])
+            tails.append("k_nt")
         if tails:  # each tail becomes a nest of its own, from the inside out
             for name in ["m_s1"] + acc_batch[::-1]:
                 groups = [op for op in s.loop(name).body.block.ops if isinstance(op, ForOp)]
                 if len(groups) > 1:  # name each copy of `name` after the tail it holds
                     s.distribute(name, [name] + [name + "_" + loop_name(g).rsplit("_", 1)[1] for g in groups[1:]])
-            tails = [_tail_names(s, t) for t in tails]
+            tails = [_nest_of(s, t) for t in tails]
         # 3. cache blocks and the register tile on the main part
-        mc, nc, kc = _matmul_blocks(m0 or m, n0 or n, k, mr, nr, bool(batch))
+        mc, nc, kc = _matmul_blocks(m0, n0, k, mr, nr, bool(batch))
         s.split("m_s1", mc, "mo", "mm")
         s.split("mm", mr, "mi", "mr")
         s.split("n_s1", nc, "no", "nn")
@@ -196,8 +197,7 @@ def schedule_matmul(s: Schedule) -> bool:
             s.parallel(par)
         # 5. packing, register accumulators, FMA, unroll/vectorize the tile
         s.cache_read("b", "ko", "b_pack")
-        if PACK_A:
-            s.cache_read("a", "mi", "a_pack")
+        s.cache_read("a", "mi", "a_pack")  # rows K floats apart would alias in L1 (4 KiB)
         s.cache_write("out", "ni", "acc")
         s.unroll("mr")
         s.vectorize("nr")
@@ -208,12 +208,10 @@ def schedule_matmul(s: Schedule) -> bool:
     return True
 
 
-def _tail_names(s: Schedule, nest: list[str]) -> list[str]:
-    """Loop names of a tail nest after distribute (outer loops may carry a distribute name)."""
-    *outer, m, n, k = nest
-    inner = s.loop(k)
-    chain = enclosing_loops(inner) + [inner]
-    return [loop_name(l) for l in chain]
+def _nest_of(s: Schedule, innermost: str) -> list[str]:
+    """Names of the loops around `innermost` (and its own), outermost first."""
+    inner = s.loop(innermost)
+    return [loop_name(l) for l in enclosing_loops(inner) + [inner]]
 
 
 def schedule_conv2d(s: Schedule) -> bool:
@@ -229,7 +227,9 @@ def schedule_conv2d(s: Schedule) -> bool:
     if ow < 4:
         return False
     ocb = 8 if oc % 8 == 0 else (4 if oc % 4 == 0 else 1)
-    owb = 16 if ow >= 16 else _round_up(ow, 4)
+    # a divisor of the row when there is a good one: a split guard in the vector loop stops it
+    # (whole vectors first: 16 or 8 lanes)
+    owb = next((d for d in (16, 8, 15, 14, 13, 12, 11, 10, 9) if ow % d == 0), ow if ow <= 16 else 16)
     with s.atomic():
         s.distribute("ow")
         s.distribute("oh")
@@ -239,7 +239,7 @@ def schedule_conv2d(s: Schedule) -> bool:
         s.split("oc_s1", ocb, "oco", "oci")
         s.split("ow_s1", owb, "owo", "owi")
         s.reorder("n_s1", "oco", "oh_s1", "owo", "ic", "kh", "kw", "oci", "owi")
-        par = _fuse_all(s, ["n_s1", "oco"])  # (two loops: see the matmul's step 3)
+        par = _fuse_all(s, ["n_s1", "oco"])  # (two loops at most: see schedule_matmul, step 4)
         if par.trip_count >= 2:
             s.parallel(par)
         s.cache_write("out", "owo", "acc")
@@ -250,10 +250,6 @@ def schedule_conv2d(s: Schedule) -> bool:
         _vectorize_copies(s, ("acc_d", "acc_out_d"))
     _allow_contract(kernel)
     return True
-
-
-def _inside(inner: ForOp, outer: ForOp) -> bool:
-    return any(l is outer for l in enclosing_loops(inner))
 
 
 def _vectorize_copies(s: Schedule, prefixes: tuple[str, ...]) -> None:

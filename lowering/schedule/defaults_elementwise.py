@@ -32,11 +32,12 @@ def nest_iterations(loop: ForOp) -> int:
 
 
 def parallel_candidate(top: ForOp) -> ForOp:
-    """``top``, or the loop below a chain of 1-iteration single-loop bodies."""
+    """``top``, or the loop below a chain of 1-iteration single-loop bodies
+    (never an innermost loop: that one is better vectorized)."""
     loop = top
     while loop.trip_count < 2:
         children = [op for op in loop.body.block.ops if isinstance(op, ForOp)]
-        if len(children) != 1:
+        if len(children) != 1 or not inner_loops(children[0]):
             break
         loop = children[0]
     return loop

@@ -6,7 +6,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import onnx
 import onnxruntime
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -184,7 +183,7 @@ def _scan8_model(lens):
     body = helper.make_graph([helper.make_node("Add", ["s_in", "x_t"], ["s_out"]),
                               helper.make_node("Identity", ["s_out"], ["y_t"])], "body",
                              [vi("s_in", [2]), vi("x_t", [2])], [vi("s_out", [2]), vi("y_t", [2])])
-    inits = [] if lens is None else [numpy_helper.from_array(np.array(lens, np.int32), "lens")]
+    inits = [] if lens is None else [numpy_helper.from_array(np.array(lens, np.int64), "lens")]
     node = helper.make_node("Scan", ["" if lens is None else "lens", "s0", "xs"], ["s", "ys"],
                             body=body, num_scan_inputs=1, directions=[1])
     return model_of([node], [vi("s0", [3, 2]), vi("xs", [3, 5, 2])],
@@ -213,11 +212,13 @@ def _recurrent_model(kind, seq, batch, inp, hidden, direction="forward", layout=
                      with_bias=True, with_h0=False, with_lens=False, **attrs):
     dirs = 2 if direction == "bidirectional" else 1
     gates = _GATES[kind]
-    inits = [numpy_helper.from_array(RNG.standard_normal((dirs, gates * hidden, inp)).astype(np.float32) * 0.5, "W"),
-             numpy_helper.from_array(RNG.standard_normal((dirs, gates * hidden, hidden)).astype(np.float32) * 0.5, "R")]
+    def weight(name, *shape):
+        return numpy_helper.from_array(RNG.standard_normal(shape).astype(np.float32) * 0.5, name)
+
+    inits = [weight("W", dirs, gates * hidden, inp), weight("R", dirs, gates * hidden, hidden)]
     names = ["X", "W", "R"]
     if with_bias:
-        inits.append(numpy_helper.from_array(RNG.standard_normal((dirs, 2 * gates * hidden)).astype(np.float32) * 0.5, "B"))
+        inits.append(weight("B", dirs, 2 * gates * hidden))
         names.append("B")
     else:
         names.append("")
@@ -246,20 +247,21 @@ def _feeds(model):
     feeds = {}
     for i in model.graph.input:
         shape = [d.dim_value for d in i.type.tensor_type.shape.dim]
-        if i.name == "lens":
-            seq = shape and model.graph.input[0].type.tensor_type.shape.dim
-            seq_len = [d.dim_value for d in model.graph.input[0].type.tensor_type.shape.dim]
-            layout = next((a.i for a in model.graph.node[0].attribute if a.name == "layout"), 0)
-            s = seq_len[0] if layout == 0 else seq_len[1]
-            feeds[i.name] = RNG.integers(1, s + 1, size=shape).astype(np.int32)
-            feeds[i.name][0] = s
+        if i.name == "lens":  # (layout 0) lengths in 1..seq, the first one full
+            seq = model.graph.input[0].type.tensor_type.shape.dim[0].dim_value
+            feeds[i.name] = RNG.integers(1, seq + 1, size=shape).astype(np.int32)
+            feeds[i.name][0] = seq
         else:
             feeds[i.name] = RNG.standard_normal(shape).astype(np.float32)
     return feeds
 
 
+SLOW = pytest.mark.slow  # ~2-3 s each (every unrolled step is a kernel); one per feature stays fast
+
+
 @pytest.mark.parametrize("kind,direction", [
-    ("RNN", "forward"), ("GRU", "reverse"), ("LSTM", "reverse"), ("RNN", "bidirectional"),
+    ("RNN", "forward"), pytest.param("GRU", "reverse", marks=SLOW),
+    pytest.param("LSTM", "reverse", marks=SLOW), ("RNN", "bidirectional"),
     ("GRU", "bidirectional"), ("LSTM", "bidirectional")])
 def test_recurrent_directions_odd_sizes(kind, direction):
     model = _recurrent_model(kind, seq=3, batch=2, inp=5, hidden=7, direction=direction,
@@ -267,7 +269,8 @@ def test_recurrent_directions_odd_sizes(kind, direction):
     check_against_ort(model, _feeds(model))
 
 
-@pytest.mark.parametrize("kind", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("kind", [pytest.param("RNN", marks=SLOW),
+                                  pytest.param("GRU", marks=SLOW), "LSTM"])
 def test_recurrent_layout_1(kind):
     # (onnx's reference evaluator ignores sequence_lens, so none here)
     model = _recurrent_model(kind, seq=3, batch=2, inp=2, hidden=3, direction="reverse",
@@ -275,7 +278,8 @@ def test_recurrent_layout_1(kind):
     check_against_ort(model, _feeds(model), engine="onnx-reference")
 
 
-@pytest.mark.parametrize("kind", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("kind", [pytest.param("RNN", marks=SLOW), "GRU",
+                                  pytest.param("LSTM", marks=SLOW)])
 def test_recurrent_run_time_sequence_lens(kind):
     model = _recurrent_model(kind, seq=3, batch=3, inp=2, hidden=3, direction="bidirectional",
                              with_lens=True)

@@ -29,7 +29,7 @@ def matmul_src(a_shape, b_shape):
             f"  func.return %c : {t(out)}\n}}")
 
 
-def conv_src(x_shape, w_shape, stride=1, pad=1):
+def conv_src(x_shape, w_shape, stride=1, pad=1, groups=1):
     n, _, h, w = x_shape
     o, _, kh, kw = w_shape
     oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
@@ -37,7 +37,7 @@ def conv_src(x_shape, w_shape, stride=1, pad=1):
     out = (n, o, oh, ow)
     return (f"func.func @main(%x: {t(x_shape)}, %w: {t(w_shape)}) -> {t(out)} {{\n"
             f"  %y = graph.conv2d %x, %w {{strides = array<i64: {stride}, {stride}>, "
-            f"padding = array<i64: {pad}, {pad}, {pad}, {pad}>}} : ({t(x_shape)}, {t(w_shape)}) -> {t(out)}\n"
+            f"padding = array<i64: {pad}, {pad}, {pad}, {pad}>, groups = {groups} : i64}} : ({t(x_shape)}, {t(w_shape)}) -> {t(out)}\n"
             f"  func.return %y : {t(out)}\n}}")
 
 
@@ -118,6 +118,14 @@ def test_scheduled_conv2d_matches_evaluator(x_shape, w_shape, stride, pad):
     src = conv_src(x_shape, w_shape, stride, pad)
     assert schedule_dense(kernel_of(loop_module(src), "_conv2d"))
     check_against_evaluator(src, [x_shape, w_shape])
+
+
+@pytest.mark.parametrize("x_shape,w_shape,groups", [
+    ((1, 8, 9, 11), (8, 1, 3, 3), 8),       # depthwise
+    ((2, 6, 7, 17), (4, 3, 3, 3), 2),       # grouped
+])
+def test_grouped_conv2d_stays_correct(x_shape, w_shape, groups):
+    check_against_evaluator(conv_src(x_shape, w_shape, 1, 1, groups), [x_shape, w_shape])
 
 
 # -- distribute ------------------------------------------------------------------

@@ -243,3 +243,26 @@ def test_default_schedule_and_none():
     a, b = rand(4, 3), rand(3, 5)
     check(plain, a @ b, a, b, rtol=1e-5, atol=1e-5)
     check(te.compile(src, schedule="default"), a @ b, a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_reduction_inside_reduction_and_index_arithmetic_values():
+    src = """
+    input X: f32[4, 5]
+    input W: f32[3]
+    output Y: f32[4]
+    output Z: f32[4, 5]
+    Y[i] = sum(k: max(j: X[i, j] * W[k]) + k)
+    Z[i, j] = X[max(i - 1, 0), j] + min(i, j) - abs(i - j) + select(i > j, 1, 2)
+    """
+    x, w = rand(4, 5), rand(3)
+    want_y = sum((x * w[k]).max(1) + k for k in range(3))
+    ii, jj = np.meshgrid(np.arange(4), np.arange(5), indexing="ij")
+    want_z = x[np.maximum(ii - 1, 0), jj] + np.minimum(ii, jj) - np.abs(ii - jj) + np.where(ii > jj, 1, 2)
+    check(te.compile(src), (want_y.astype(np.float32), want_z.astype(np.float32)), x, w)
+
+
+def test_compile_a_te_file_path(tmp_path):
+    path = tmp_path / "mm.te"
+    path.write_text(MATMUL.format(m=3, k=2, n=5))
+    a, b = rand(3, 2), rand(2, 5)
+    check(te.compile(str(path)), a @ b, a, b, rtol=1e-5, atol=1e-5)

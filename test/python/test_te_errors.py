@@ -10,7 +10,7 @@ from dlc.frontends.te.syntax import parse
 
 SYNTAX = [
     ("input A f32", "1:9: expected ':', ';', end of input, end of line, found 'f32'"),
-    ("input A: f32[3]\nC[i] = A[i] +", "2:14: expected '(', '-', a name, a number, an integer, found end of input"),
+    ("input A: f32[3]\nC[i] = A[i] +", "2:14: expected an expression, found end of input"),
     ("input A: f32[3]\nC[i] = A[i] B[i]", "2:13: expected "),
     ("C[i] = sum(k in 0..: 1.0)", "1:20: expected '-', an integer, found ':'"),
     ("input A: f33[3]", "1:10: expected an element type (f32, f64, i32, i64), found 'f33'"),

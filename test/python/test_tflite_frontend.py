@@ -42,6 +42,8 @@ class ModelBuilder:
 
     def const(self, name, array, dtype=None, **quant) -> int:
         array = np.asarray(array, dtype=dtype)
+        if array.dtype == np.float64:
+            array = array.astype(np.float32)  # TFLite models hold float32
         return self.tensor(name, array.shape, array.dtype, array, **quant)
 
     def op(self, name, inputs, outputs, options=None) -> None:
@@ -394,3 +396,19 @@ def test_nhwc_interface_and_names_kept():
     text = str(import_tflite(m.build()))
     assert 'tensor<1x5x5x2xf32> {dlc.name = "input_image"}' in text
     assert 'layout = "NHWC"' in text and "graph.transpose" not in text
+
+
+def test_corrupt_bytes_never_escape_as_tracebacks():
+    """Random byte flips and cuts give TfliteImportError (or import fine), nothing else."""
+    data = _model_with(["LOGISTIC", "TANH", "RELU"])
+    rng = np.random.default_rng(7)
+    for trial in range(300):
+        corrupt = bytearray(data)
+        if trial % 3 == 0:
+            corrupt = corrupt[:rng.integers(0, len(corrupt))]
+        else:
+            corrupt[rng.integers(8, len(corrupt))] = rng.integers(0, 256)
+        try:
+            import_tflite(bytes(corrupt))
+        except TfliteImportError as err:
+            assert "\n" not in str(err)

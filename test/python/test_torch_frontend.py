@@ -232,6 +232,30 @@ def test_arithmetic_scalars_and_promotion():
     check(Arithmetic(), torch.randn(3, 3), torch.tensor([2, 0, 0]))
 
 
+class Activations(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1d = nn.Conv1d(3, 4, 3, padding="same")
+        self.bn1d = nn.BatchNorm1d(4)
+
+    def forward(self, x, s):
+        acts = [F.hardswish(x), F.hardsigmoid(x), F.softplus(x, beta=2.0), F.elu(x, 0.7), F.relu6(x * 4),
+                torch.sin(x) * torch.cos(x), torch.sqrt(x.abs()), torch.log(x.abs() + 1), torch.erf(x),
+                torch.floor(x * 3), torch.ceil(x * 3), torch.sign(x), -x, torch.minimum(x, x.t())]
+        y = torch.stack(acts, dim=0).sum(0)
+        rows = torch.unbind(y, dim=0)
+        picked = torch.index_select(y, 1, torch.tensor([4, 0, 4]))
+        flags = torch.stack([(x > 0.5).any(dim=1), (x > -2).all(dim=1)], 1)
+        up = F.interpolate(x.reshape(1, 1, 5, 5), scale_factor=2, mode="nearest")
+        pooled = F.max_pool2d(x.unsqueeze(0), 3, stride=2, padding=1)
+        return (rows[1] + rows[3], picked, flags, up, pooled, self.bn1d(self.conv1d(s)),
+                x.prod(dim=1), x.argmin(), x.amin(dim=(0, 1), keepdim=True))
+
+
+def test_activations_and_more_ops():
+    check(_randomize(Activations()), torch.randn(5, 5), torch.randn(2, 3, 7))
+
+
 def test_exported_program_and_padding_ops():
     class Pad(nn.Module):
         def forward(self, x):
@@ -244,6 +268,36 @@ def test_exported_program_and_padding_ops():
     got = compiled(x.numpy())
     for g, e in zip(got, Pad()(x)):
         np.testing.assert_allclose(g, e.numpy(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("name", ["cnn", "attention", "classifier", "layer_norm", "transposed", "slicing"])
+def test_core_aten_opset(name):
+    """Programs decomposed to core ATen (convolution, addmm, native_layer_norm,
+    _softmax, bmm, mean.dim...) import as well as the high-level ones."""
+    mask = torch.eye(5, dtype=torch.bool) | (torch.rand(5, 5) > 0.5)
+    model, args = {
+        "cnn": (ConvBN(), (torch.randn(1, 3, 9, 7),)),
+        "attention": (Attention(), (torch.randn(1, 5, 12), mask)),
+        "classifier": (Classifier(), (torch.randn(2, 3, 8, 6),)),
+        "layer_norm": (LayerNormGelu(), (torch.randn(2, 3, 11),)),
+        "transposed": (TransposedConv(), (torch.randn(1, 4, 3, 3), torch.randn(1, 3, 4))),
+        "slicing": (ConcatSplitSlice(), (torch.randn(2, 4, 5), torch.randn(2, 5, 5))),
+    }[name]
+    model = _randomize(model, seed=1)
+    ep = torch.export.export(model, args).run_decompositions()
+    got = dlc.compile(ep)(*[a.numpy() for a in args])
+    with torch.no_grad():
+        expected = model(*args)
+    expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+    for g, e in zip(got, expected, strict=True):
+        np.testing.assert_allclose(g, e.numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_numpy_example_args():
+    x = np.random.default_rng(0).standard_normal((3, 13)).astype(np.float32)
+    model = _randomize(MLP())
+    got = dlc.compile(model, (x,))(x)[0]
+    np.testing.assert_allclose(got, model(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
 def test_module_signature_names_inputs_and_weights_are_stored():

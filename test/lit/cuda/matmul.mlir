@@ -31,6 +31,8 @@ builtin.module {
 
 // CHECK: // @main_0_matmul: graph.matmul
 // CHECK-NEXT: // launch: grid (2, 2, 2), block (16, 16, 1)
+// CHECK-NEXT: // schedule: matmul (shared-memory tiles, register blocking per thread)
+// CHECK-NEXT: // reads a 2x67x33xf32, b 33x71xf32; writes c 2x67x71xf32
 // CHECK-NEXT: __global__ void __launch_bounds__(256) main_0_matmul(const float* a, const float* b, float* c)
 // CHECK: __shared__ float a_tile[1024];
 // CHECK: __shared__ float b_tile[1024];

@@ -23,6 +23,8 @@ func.func @conv(%x: tensor<1x3x11x13xf32>, %w: tensor<5x3x3x3xf32>) -> tensor<1x
 // CHECK:      #include <cuda_runtime.h>
 // CHECK:      // @add_0_add: graph.add
 // CHECK-NEXT: // launch: grid (1, 1, 1), block (128, 1, 1)
+// CHECK-NEXT: // schedule: generic (one thread per output element, grid-stride loop)
+// CHECK-NEXT: // reads in0 3x1x5xf32, in1 1x7x5xf32; writes out 3x7x5xf32
 // CHECK-NEXT: extern "C" __global__ void __launch_bounds__(128) add_0_add(const float* in0, const float* in1, float* out)
 // CHECK:        const int64_t {{.*}} = (int64_t)blockIdx.x;
 // CHECK:        if ({{t[0-9]+}}) {

@@ -2,6 +2,7 @@
 // custom -> print -> parse -> print, and custom -> generic -> custom, are exact.
 // RUN: dlc-opt %s | dlc-opt | filecheck %s
 // RUN: dlc-opt --generic %s | dlc-opt | filecheck %s
+// RUN: dlc-opt --pipeline=shape-infer %s | filecheck %s
 
 // CHECK-LABEL: func.func @branches(%c: tensor<i1>, %x: tensor<3xf32>) -> tensor<3xf32> {
 // CHECK-NEXT:    %r = graph.if %c, %x {

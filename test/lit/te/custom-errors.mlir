@@ -14,7 +14,7 @@ func.func @syntax(%a: tensor<5x3xf32>) -> tensor<5x3xf32> {
   %y = graph.custom %a {te = "Y[i, j] = A[i, j] *"} : (tensor<5x3xf32>) -> tensor<5x3xf32>
   func.return %y : tensor<5x3xf32>
 }
-// CHECK: custom-errors.mlir:[[# @LINE - 3]]:3: error: graph.custom: in te: 1:20: expected '(', '-', a name, a number, an integer, found end of input
+// CHECK: custom-errors.mlir:[[# @LINE - 3]]:3: error: graph.custom: in te: 1:20: expected an expression, found end of input
 
 // -----
 

@@ -59,9 +59,9 @@ def dynamic_batch():
 def unsupported():
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="relu"),
-        helper.make_node("LSTM", ["a", "a", "a"], ["b"], name="lstm_1"),
-        helper.make_node("LSTM", ["b", "b", "b"], ["c"], name="lstm_2"),
-        helper.make_node("Loop", ["c"], ["y"], name="loop"),
+        helper.make_node("NonZero", ["a"], ["b"], name="nonzero_1"),
+        helper.make_node("NonZero", ["b"], ["c"], name="nonzero_2"),
+        helper.make_node("Unique", ["c"], ["y"], name="unique"),
     ]
     return model(nodes, [vi("x", [2])], [vi("y", None)])
 
