@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from dlc.lowering.schedule import apply_default_schedules
+from dlc.lowering.schedule.defaults import MIN_PARALLEL_ITERATIONS
 
 
 @dataclass(frozen=True)
@@ -19,6 +20,8 @@ class TLoopDefaultSchedulePass(ModulePass):
 
     name = "tloop-default-schedule"
     target: str = "llvm"
+    # nests with fewer innermost iterations stay serial (waking threads costs more)
+    min_parallel_iterations: int = MIN_PARALLEL_ITERATIONS
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        apply_default_schedules(op, self.target)
+        apply_default_schedules(op, self.target, self.min_parallel_iterations)

@@ -31,7 +31,9 @@ def nest_iterations(loop: ForOp) -> int:
     return loop.trip_count * max((nest_iterations(i) for i in inner), default=1)
 
 
-def apply_default_schedules(module: ModuleOp, target: str = "llvm") -> ModuleOp:
+def apply_default_schedules(
+    module: ModuleOp, target: str = "llvm", min_parallel_iterations: int = MIN_PARALLEL_ITERATIONS
+) -> ModuleOp:
     if target != "llvm":
         return module  # GPU schedules are the GPU lowering's business
     for kernel in module.ops:
@@ -39,5 +41,5 @@ def apply_default_schedules(module: ModuleOp, target: str = "llvm") -> ModuleOp:
             continue
         schedule_dense(kernel)  # matmul / conv2d: blocked schedules (defaults_dense.py)
         # everything else, and nests a dense schedule left alone (fused epilogues)
-        schedule_generic(kernel, MIN_PARALLEL_ITERATIONS)
+        schedule_generic(kernel, min_parallel_iterations)
     return module

@@ -131,9 +131,10 @@ def test_all_ops_emit_one_named_kernel_per_op(all_ops_module, all_ops_cuda):
     kernels = [op for op in all_ops_module.ops if is_kernel(op)]
     for kernel in kernels:
         name = kernel.sym_name.data
-        assert f"__global__ void __launch_bounds__(" in all_ops_cuda
-        assert f") {name}(" in all_ops_cuda
-        assert f"// @{name}: {kernel.attributes['tloop.source'].data}" in all_ops_cuda
+        threads = int(np.prod(kernel.attributes["gpu.block"].get_values()))
+        assert f'extern "C" __global__ void __launch_bounds__({threads}) {name}(' in all_ops_cuda
+        assert f"// @{name}: {kernel.attributes['tloop.source'].data}\n// launch: grid (" in all_ops_cuda
+        assert kernel.attributes["gpu.schedule"].data in ("generic", "row-reduction", "matmul")
     for case in OP_CASES:
         assert f'extern "C" int dlc_{case.id}(' in all_ops_cuda
 

@@ -261,19 +261,26 @@ def test_default_schedules_preserve_results(name):
 
 
 def test_default_schedules_choices():
+    # tiny kernels: allow parallel loops of any size to test the choices themselves
     module = parse(BROADCAST_ADD)
-    apply_default_schedules(module)
+    apply_default_schedules(module, min_parallel_iterations=1)
     assert kinds(module) == {"i": "parallel", "j": "vectorized"}
     module = parse(MATMUL)
-    apply_default_schedules(module)
+    apply_default_schedules(module, min_parallel_iterations=1)
     assert kinds(module) == {"i": "parallel", "j": "serial", "k": "serial"}
     module = parse(REDUCE_SUM)
-    apply_default_schedules(module)
+    apply_default_schedules(module, min_parallel_iterations=1)
     assert kinds(module) == {"i": "parallel", "r": "serial"}
     module = parse(SCALE_1)  # trip count 1: not parallel
-    apply_default_schedules(module)
+    apply_default_schedules(module, min_parallel_iterations=1)
     assert kinds(module) == {"i": "serial", "j": "vectorized"}
     module = parse(SIBLINGS)  # both loops write disjoint elements
-    apply_default_schedules(module)
+    apply_default_schedules(module, min_parallel_iterations=1)
     assert kinds(module) == {"i": "parallel", "j": "parallel"}
     assert apply_default_schedules(parse(MATMUL), target="cuda") is not None
+
+
+def test_default_schedules_keep_tiny_nests_serial():
+    module = parse(BROADCAST_ADD)  # 7x11: far below the work that pays for waking threads
+    apply_default_schedules(module)
+    assert kinds(module) == {"i": "serial", "j": "vectorized"}

@@ -79,7 +79,7 @@ def test_failure_is_a_diagnostic_naming_kernel_and_loop():
 
 
 def test_default_schedule_pass_marks_loops():
-    module = run_pipeline(BROADCAST_ADD, "tloop-default-schedule")
+    module = run_pipeline(BROADCAST_ADD, "tloop-default-schedule{min-parallel-iterations=1}")
     assert [op.loop_kind for op in module.walk() if isinstance(op, ForOp)] == ["parallel", "vectorized"]
 
 

@@ -1,6 +1,12 @@
 // tloop-default-schedule: outermost disjoint-output loops parallel, innermost stride-1
 // non-reduction loops vectorized, nothing else.
-// RUN: dlc-opt %s -p tloop-default-schedule | filecheck %s
+// (min-parallel-iterations=1: these kernels are tiny; by default a nest needs
+// 16384 innermost iterations before waking threads pays, see below.)
+// RUN: dlc-opt %s -p 'tloop-default-schedule{min-parallel-iterations=1}' | filecheck %s
+// RUN: dlc-opt %s -p tloop-default-schedule | filecheck %s --check-prefix=TINY
+// TINY-LABEL: func.func @badd
+// TINY: tloop.for %i = 0 to 7 {
+// TINY-NEXT: tloop.for %j = 0 to 11 vectorized {
 
 func.func @badd(%x: memref<7x1xf32>, %y: memref<11xf32>, %out: memref<7x11xf32>) attributes {tloop.kernel} {
   tloop.for %i = 0 to 7 {
