@@ -561,7 +561,34 @@ def _extf(lo, op):
 
 @_handles("arith.truncf")
 def _truncf(lo, op):
-    return lo.emit(llvm.FPTruncOp(lo.v(op.operands[0]), llvm_type(op.results[0].type)))
+    value, target = lo.v(op.operands[0]), llvm_type(op.results[0].type)
+    if isinstance(target, Float16Type) and isinstance(value.type, Float64Type):
+        return _f64_to_f16(lo, value)
+    return lo.emit(llvm.FPTruncOp(value, target))
+
+
+_FCMP_ONE = 6  # ordered and not equal (false for NaN)
+
+
+def _f64_to_f16(lo, value: SSAValue) -> SSAValue:
+    """f64 -> f16 without LLVM's ``__truncdfhf2`` libcall (x86 has no such
+    instruction and the MCJIT process cannot resolve the helper: the call hung).
+
+    Round to f32 with round-to-odd (truncate toward zero, then set the last bit
+    when inexact), then f32 -> f16 natively: round-to-odd to 24 >= 11 + 2 bits
+    makes the second rounding exact-as-once (no double-rounding error)."""
+    nearest = lo.emit(llvm.FPTruncOp(value, Float32Type()))
+    back = lo.emit(llvm.FPExtOp(nearest, Float64Type()))
+    inexact = lo.emit(llvm.FCmpOp(back, value, IntegerAttr(_FCMP_ONE, i64)))
+    # magnitudes compare as unsigned integers once the sign bit is cleared
+    no_sign = lo.const(0x7FFF_FFFF_FFFF_FFFF, i64)
+    back_mag = lo.emit(llvm.AndOp(lo.emit(llvm.BitcastOp(back, i64)), no_sign))
+    value_mag = lo.emit(llvm.AndOp(lo.emit(llvm.BitcastOp(value, i64)), no_sign))
+    rounded_away = lo.emit(llvm.AndOp(inexact, lo.icmp("ugt", back_mag, value_mag)))
+    bits = lo.emit(llvm.BitcastOp(nearest, i32))
+    toward_zero = lo.emit(llvm.SelectOp(rounded_away, lo.emit(llvm.SubOp(bits, lo.const(1, i32))), bits))
+    odd = lo.emit(llvm.SelectOp(inexact, lo.emit(llvm.OrOp(toward_zero, lo.const(1, i32))), toward_zero))
+    return lo.emit(llvm.FPTruncOp(lo.emit(llvm.BitcastOp(odd, Float32Type())), Float16Type()))
 
 
 @_handles("arith.bitcast")

@@ -211,10 +211,12 @@ class KernelBuilder:
 
     # -- structure ---------------------------------------------------------------
     def _unique(self, name: str) -> str:
+        # `r`, `r2`, `r3` (or `d0`, `d0b`, `d0c`): xDSL's parser drops a `_<digits>`
+        # suffix from names, so `r_1` would not survive a print/parse round trip.
         base, n = name, 1
         while name in self._loop_names:
-            name = f"{base}_{n}"
             n += 1
+            name = f"{base}{chr(ord('a') + n - 1)}" if base[-1:].isdigit() else f"{base}{n}"
         self._loop_names.add(name)
         return name
 
@@ -361,6 +363,26 @@ class KernelBuilder:
             conds.append(self.icmp("slt", i, hi))
         return conds
 
+    def clamp_index(self, i: Index, lo: int, hi: int, known_lo: int, known_hi: int
+                    ) -> tuple[Index, SSAValue | None]:
+        """(``i`` clamped into ``[lo, hi)``, the condition ``lo <= i < hi`` or None).
+
+        With :meth:`load_or` this replaces an ``scf.if`` guard by a branch-free
+        load (the clamped address is always valid), which keeps padded window
+        loops vectorizable; checks that cannot fail are not emitted."""
+        cond = self.all_of(self.in_range(i, lo, hi, known_lo, known_hi))
+        if known_lo < lo:
+            i = self.imax(i, lo)
+        if known_hi >= hi:
+            i = self.imin(i, hi - 1)
+        return i, cond
+
+    def load_or(self, buf: SSAValue, indices: Sequence[Index], cond: SSAValue | None,
+                fill: SSAValue) -> SSAValue:
+        """``cond ? buf[indices] : fill`` as load + ``arith.select`` (indices must be valid)."""
+        value = self.load(buf, indices)
+        return value if cond is None else self.select(cond, value, fill)
+
     # -- scalar arithmetic dispatched on the graph element type -------------------
     def add(self, a, b, et):
         return self.emit(arith.AddfOp(a, b) if is_float(et) else arith.AddiOp(a, b))
@@ -393,6 +415,12 @@ class KernelBuilder:
         q = self.emit(arith.DivfOp(a64, b64))
         q = self.trunc(q)
         r = self.emit(arith.SubfOp(a64, self.emit(arith.MulfOp(q, b64))))
+        # a zero remainder keeps the sign of a (fmod(-4, 2) = -0): a * 0 has it
+        zero = self.const(0.0, f64)
+        r = self.select(self.emit(arith.CmpfOp(r, zero, "oeq")), self.emit(arith.MulfOp(a64, zero)), r)
+        # |a| < |b| gives a itself: covers b = +-inf, where q*b would be 0*inf = NaN
+        a_smaller = self.emit(arith.CmpfOp(self.emit(math.AbsFOp(a64)), self.emit(math.AbsFOp(b64)), "olt"))
+        r = self.select(a_smaller, a64, r)
         return self.convert(r, f64, et)
 
     def trunc(self, x):

@@ -1,8 +1,10 @@
 """conv2d and conv_transpose2d kernels (direct convolution).
 
 conv2d loops: ``%n %oc %oh %ow`` over the output, then the reduction
-``%ic %kh %kw`` innermost; padding is a guard (``scf.if``) around the
-accumulation, emitted only for the bounds a window can actually cross.
+``%ic %kh %kw`` innermost; padding is branch-free: the input is loaded at a
+clamped index and ``arith.select``-ed against 0 (checks only for the bounds a
+window can actually cross), so the scheduled inner loop stays vectorizable.
+Zero times the weight is what zero padding computes, so results are exact.
 NHWC / HWIO only change the index order of loads and stores.
 
 conv_transpose2d is written as a gather over the output: output row ``y``
@@ -53,21 +55,16 @@ def lower_conv2d(op: GraphOp, name: str) -> func.FuncOp:
         with kb.loops(["ic", "kh", "kw"], [cpg, kh, kw]) as (iv_ic, iv_kh, iv_kw):
             ih = kb.iadd(kb.iadd(kb.imul(iv_oh, sh), kb.imul(iv_kh, dh)), -pt)
             iw = kb.iadd(kb.iadd(kb.imul(iv_ow, sw), kb.imul(iv_kw, dw)), -pl)
-            conds = kb.in_range(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
-            conds += kb.in_range(iw, 0, wd, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
-
-            def accumulate():
-                ci = kb.iadd(group_base, iv_ic)
-                xv = kb.load(kb.inputs[0], _nchw_index(dl, iv_n, ci, ih, iw))
-                wv = kb.load(kb.inputs[1], _oihw_index(kl, iv_o, iv_ic, iv_kh, iv_kw))
-                acc = kb.load(kb.outputs[0], out_idx)
-                kb.store(kb.add(acc, kb.mul(xv, wv, et), et), kb.outputs[0], out_idx)
-
-            if conds:
-                with kb.if_(kb.all_of(conds)):
-                    accumulate()
-            else:
-                accumulate()
+            # padding: a clamped (always valid) load selected against zero, no
+            # branch, so the schedule can vectorize and register-accumulate
+            ih, h_ok = kb.clamp_index(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
+            iw, w_ok = kb.clamp_index(iw, 0, wd, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
+            inside = kb.all_of([c for c in (h_ok, w_ok) if c is not None])
+            ci = kb.iadd(group_base, iv_ic)
+            xv = kb.load_or(kb.inputs[0], _nchw_index(dl, iv_n, ci, ih, iw), inside, kb.const(0, et))
+            wv = kb.load(kb.inputs[1], _oihw_index(kl, iv_o, iv_ic, iv_kh, iv_kw))
+            acc = kb.load(kb.outputs[0], out_idx)
+            kb.store(kb.add(acc, kb.mul(xv, wv, et), et), kb.outputs[0], out_idx)
         kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
     return kb.finish()
 

@@ -1,8 +1,9 @@
 """Pooling kernels: max_pool2d, avg_pool2d, global_avg_pool, global_max_pool.
 
 Window loops ``%kh %kw`` sit inside the output loops ``%n %c %oh %ow``;
-positions outside the input (padding, ceil-mode overhang) are skipped by a
-guard. avg_pool2d divides by the number of counted positions, which depends
+positions outside the input (padding, ceil-mode overhang) load at a clamped
+index and select the identity instead (lowest for max, 0 for sums): no branch
+in the window loop. avg_pool2d divides by the number of counted positions, which depends
 only on (oh, ow) and factors into a row count times a column count: both are
 static per output index, so the kernel picks them with a short chain of
 ``arith.select`` over runs of equal values (no division-by-window loop).
@@ -65,20 +66,14 @@ def _pool(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
         with kb.loops(["kh", "kw"], [kh, kw]) as (iv_kh, iv_kw):
             ih = kb.iadd(kb.iadd(kb.imul(iv_oh, sh), kb.imul(iv_kh, dh)), -pt)
             iw = kb.iadd(kb.iadd(kb.imul(iv_ow, sw), kb.imul(iv_kw, dw)), -pl)
-            conds = kb.in_range(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
-            conds += kb.in_range(iw, 0, w, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
-
-            def accumulate():
-                xv = kb.load(kb.inputs[0], _index(layout, iv_n, iv_c, ih, iw))
-                acc = kb.load(kb.outputs[0], out_idx)
-                new = kb.max(acc, xv, et) if is_max else kb.add(acc, xv, et)
-                kb.store(new, kb.outputs[0], out_idx)
-
-            if conds:
-                with kb.if_(kb.all_of(conds)):
-                    accumulate()
-            else:
-                accumulate()
+            ih, h_ok = kb.clamp_index(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
+            iw, w_ok = kb.clamp_index(iw, 0, w, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
+            inside = kb.all_of([c for c in (h_ok, w_ok) if c is not None])
+            # outside taps contribute the identity (lowest for max, 0 for sum)
+            identity = kb.const(lowest(et) if is_max else 0, et)
+            xv = kb.load_or(kb.inputs[0], _index(layout, iv_n, iv_c, ih, iw), inside, identity)
+            acc = kb.load(kb.outputs[0], out_idx)
+            kb.store(kb.max(acc, xv, et) if is_max else kb.add(acc, xv, et), kb.outputs[0], out_idx)
         if not is_max:
             # counted positions: inside the input, or inside the padding too
             # with count_include_pad (never the ceil-mode overhang)

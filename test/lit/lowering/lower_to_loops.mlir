@@ -1,8 +1,9 @@
 // Kernels of lower-to-loops: loop order and names, guards, broadcasting.
 // RUN: dlc-opt %s --split-input-file -p lower-to-loops | filecheck %s
 
-// Padding only on top: one guard (ih >= 0); no check for the bottom or the
-// columns, which no window can cross. Reduction loops are innermost.
+// Padding only on top: one check (ih >= 0), a load at the clamped row and a
+// select against 0, no branch; no check for the bottom or the columns, which no
+// window can cross. Reduction loops are innermost.
 func.func @conv(%x: tensor<1x3x7x7xf32>, %w: tensor<2x3x3x3xf32>) -> tensor<1x2x6x3xf32> {
   %y = graph.conv2d %x, %w {padding = array<i64: 1, 0, 0, 1>, strides = array<i64: 1, 2>} : (tensor<1x3x7x7xf32>, tensor<2x3x3x3xf32>) -> tensor<1x2x6x3xf32>
   func.return %y : tensor<1x2x6x3xf32>
@@ -21,14 +22,16 @@ func.func @conv(%x: tensor<1x3x7x7xf32>, %w: tensor<2x3x3x3xf32>) -> tensor<1x2x
 // CHECK-NEXT:                tloop.for %kw = 0 to 3 {
 // CHECK:                       %[[IH:.*]] = arith.subi
 // CHECK:                       %[[OK:.*]] = arith.cmpi sge, %[[IH]], %[[C0]] : index
-// CHECK-NOT:                   arith.cmpi
-// CHECK-NEXT:                  scf.if %[[OK]] {
-// CHECK-NEXT:                    %[[X:.*]] = memref.load %x[%n, %ic, %[[IH]], %{{.*}}]
-// CHECK-NEXT:                    %[[W:.*]] = memref.load %w[%oc, %ic, %kh, %kw]
-// CHECK-NEXT:                    %[[ACC:.*]] = memref.load %out[%n, %oc, %oh, %ow]
-// CHECK-NEXT:                    %[[P:.*]] = arith.mulf %[[X]], %[[W]] : f32
-// CHECK-NEXT:                    %[[S:.*]] = arith.addf %[[ACC]], %[[P]] : f32
-// CHECK-NEXT:                    memref.store %[[S]], %out[%n, %oc, %oh, %ow]
+// CHECK-NEXT:                  %[[CIH:.*]] = arith.maxsi %[[IH]], %[[C0]] : index
+// CHECK-NEXT:                  %[[XL:.*]] = memref.load %x[%n, %ic, %[[CIH]], %{{.*}}]
+// CHECK-NEXT:                  %[[X:.*]] = arith.select %[[OK]], %[[XL]], %[[ZERO]] : f32
+// CHECK-NEXT:                  %[[W:.*]] = memref.load %w[%oc, %ic, %kh, %kw]
+// CHECK-NEXT:                  %[[ACC:.*]] = memref.load %out[%n, %oc, %oh, %ow]
+// CHECK-NEXT:                  %[[P:.*]] = arith.mulf %[[X]], %[[W]] : f32
+// CHECK-NEXT:                  %[[S:.*]] = arith.addf %[[ACC]], %[[P]] : f32
+// CHECK-NEXT:                  memref.store %[[S]], %out[%n, %oc, %oh, %ow]
+// CHECK-NOT:                   scf.if
+// CHECK:         func.return
 // CHECK-LABEL: func.func @conv(%x: memref<1x3x7x7xf32>, %w: memref<2x3x3x3xf32>, %result0: memref<1x2x6x3xf32>) attributes {tloop.host, tloop.num_inputs = 2 : i64}
 // CHECK-NEXT:    func.call @conv_0_conv2d(%x, %w, %result0)
 
@@ -97,9 +100,9 @@ func.func @softmax(%x: tensor<2x3x5xf32>) -> tensor<2x3x5xf32> {
 // CHECK-NEXT:      tloop.for %d1 = 0 to 5 {
 // CHECK:             tloop.for %r = 0 to 3 {
 // CHECK:               arith.maximumf
-// CHECK:             tloop.for %r_1 = 0 to 3 {
+// CHECK:             tloop.for %r2 = 0 to 3 {
 // CHECK:               math.exp
-// CHECK:             tloop.for %r_2 = 0 to 3 {
+// CHECK:             tloop.for %r3 = 0 to 3 {
 // CHECK:               arith.divf
 
 // -----
