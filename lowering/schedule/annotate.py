@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from xdsl.dialects import memref
 from xdsl.dialects.builtin import StringAttr
+from xdsl.ir import Block
 
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.affine import Digit, accesses, written_buffers
@@ -60,13 +61,18 @@ def vectorize_problem(loop: ForOp) -> str | None:
         return f"step {loop.stride} is not 1"
     for acc in accesses(loop):
         name = value_name(acc.buffer)
-        if acc.index is None:
+        index = acc.index
+        if index is None and not acc.is_store:
+            # a load whose non-affine indices (a clamped padding row) do not vary with
+            # `loop` is no gather: treat them as constants here
+            index = _invariant_read_index(acc.op, loop)
+        if index is None:
             return f"an index of {name} is not affine in the loops (a gather/scatter)"
-        for d, dim in enumerate(acc.index):
+        for d, dim in enumerate(index):
             mine = {k: c for k, c in dim.terms.items() if isinstance(k, Digit) and k.loop is loop}
             if not mine:
                 continue
-            if d != len(acc.index) - 1 or list(mine.values()) != [1] or next(iter(mine)).part != "iv":
+            if d != len(index) - 1 or list(mine.values()) != [1] or next(iter(mine)).part != "iv":
                 return f"the access to {name} is not stride-1 along it"
     for wb in written_buffers(loop, value_name):
         if wb.problem:
@@ -75,6 +81,29 @@ def vectorize_problem(loop: ForOp) -> str | None:
             return (f"it is a reduction loop of {value_name(wb.buffer)} "
                     f"(vectorizing would reorder the accumulation)")
     return None
+
+
+def _invariant_read_index(load, loop: ForOp):
+    """Affine forms of a load's indices, a non-analysable one independent of `loop`
+    counting as a constant; None when a non-analysable one depends on `loop`."""
+    from dlc.lowering.schedule.affine import Affine, analyse
+
+    def varies(value) -> bool:
+        if value is loop.induction_var:
+            return True
+        owner = value.owner
+        return (not isinstance(owner, Block) and loop.is_ancestor(owner)
+                and any(varies(v) for v in owner.operands))
+
+    out = []
+    for value in load.indices:
+        form = analyse(value)
+        if form is None:
+            if varies(value):
+                return None
+            form = Affine()
+        out.append(form)
+    return out
 
 
 def vectorize(s: Schedule, loop) -> ForOp:

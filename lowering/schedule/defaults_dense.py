@@ -28,6 +28,9 @@ micro-kernel on n stops its vectorization; on k it costs a branch per k step).
 conv2d (NCHW / OIHW, groups 1): the same idea with output-channel blocking
 (OCB accumulators) and a vector over output columns (TVM's NCHWc-style
 register tile): reduction loops ic, kh, kw move outside the (oc, ow) tile.
+With padding, the column loop is split so that its middle part provably
+never touches the padding; its clamped loads become plain stride-1 loads
+there and it vectorizes (the border columns stay scalar).
 """
 
 from __future__ import annotations
@@ -245,11 +248,94 @@ def schedule_conv2d(s: Schedule) -> bool:
         s.cache_write("out", "owo", "acc")
         if ocb > 1:
             s.unroll("oci")
-        if _vectorizable(s, "owi"):
-            s.vectorize("owi")
+        for vector_loop in _split_padding_columns(s, "owi"):
+            if _vectorizable(s, vector_loop):
+                s.vectorize(vector_loop)
         _vectorize_copies(s, ("acc_d", "acc_out_d"))
     _allow_contract(kernel)
     return True
+
+
+def _split_padding_columns(s: Schedule, name: str) -> list[str]:
+    """Split the column loop so that its middle part never touches the padding.
+
+    The kernel loads padded inputs at a clamped column (``maxsi``/``minsi``),
+    which is not stride-1; in the middle columns the clamps are provably
+    no-ops and are dropped, so that part vectorizes. Returns the loop names
+    worth vectorizing (the middle one, or `name` itself when nothing splits).
+    """
+    loop = s.loop(name)
+    clamps = [op for op in loop.walk() if isinstance(op, (arith.MaxSIOp, arith.MinSIOp))
+              and _column_clamp_bound(op, loop) is not None]
+    if not clamps:
+        return [name]
+    first, last = loop.lower, loop.upper - 1  # the middle part: [first, last]
+    for op in clamps:
+        coef, bound = _column_clamp_bound(op, loop)
+        if coef <= 0:
+            return [name]
+        if isinstance(op, arith.MaxSIOp):  # index >= bound needed: low columns
+            first = max(first, loop.lower + -(-(bound - _range_without(op.lhs, loop)[0]) // coef))
+        else:
+            last = min(last, loop.lower + (bound - _range_without(op.lhs, loop)[1]) // coef)
+    if last - first + 1 < 4:
+        return [name]
+    middle = name
+    if first > loop.lower:
+        _, second = s.split_range(name, first, "_pm")
+        middle = loop_name(second)
+    if last + 1 < s.loop(middle).upper:
+        s.split_range(middle, last + 1, "_pr")
+    _drop_redundant_clamps(s.loop(middle))
+    return [middle]
+
+
+def _column_clamp_bound(op, loop):
+    """(coefficient of `loop` in the clamped index, the constant bound) or None."""
+    from dlc.lowering.schedule.affine import Digit, analyse, constant_value
+
+    index, bound = analyse(_unclamped(op.lhs)), constant_value(op.rhs)
+    if index is None or bound is None or any(not isinstance(k, Digit) for k in index.terms):
+        return None
+    coef = sum(c for k, c in index.terms.items() if k.loop is loop and k.part == "iv")
+    return (coef, bound) if coef else None
+
+
+def _range_without(value, loop) -> tuple[int, int]:
+    """Range of an affine index over its loops, `loop`'s own digit fixed at its lower bound."""
+    from dlc.lowering.schedule.affine import analyse
+
+    index = analyse(_unclamped(value))
+    others = {id(k.loop) for k in index.terms if k.loop is not loop}
+    lo, hi = index.range_over(others)
+    own = sum(c for k, c in index.terms.items() if k.loop is loop)
+    return lo + own * loop.lower, hi + own * loop.lower
+
+
+def _unclamped(value):
+    """The index inside ``minsi(maxsi(i, lo), hi)`` (clamps by constants)."""
+    from dlc.lowering.schedule.affine import constant_value
+
+    while isinstance(value.owner, (arith.MaxSIOp, arith.MinSIOp)) and constant_value(value.owner.rhs) is not None:
+        value = value.owner.lhs
+    return value
+
+
+def _drop_redundant_clamps(root) -> None:
+    """Replace ``maxsi(i, c)`` / ``minsi(i, c)`` by ``i`` where the loop bounds prove it."""
+    from dlc.lowering.schedule.affine import Digit, analyse, constant_value
+
+    for op in list(root.walk()):
+        if not isinstance(op, (arith.MaxSIOp, arith.MinSIOp)):
+            continue
+        index, bound = analyse(op.lhs), constant_value(op.rhs)
+        if index is None or bound is None or any(not isinstance(k, Digit) for k in index.terms):
+            continue
+        lo, hi = index.range_over({id(k.loop) for k in index.terms})
+        if (lo >= bound) if isinstance(op, arith.MaxSIOp) else (hi <= bound):
+            op.results[0].replace_all_uses_with(op.lhs)
+            op.detach()
+            op.erase()
 
 
 def _vectorize_copies(s: Schedule, prefixes: tuple[str, ...]) -> None:
