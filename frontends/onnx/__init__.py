@@ -6,8 +6,9 @@ store attached (:func:`dlc.weights.attach`). Arguments carry
 res_attrs. Problems raise :class:`OnnxImportError` (one line, names the place).
 """
 
+from dlc.frontends.onnx.backend import Backend, BackendRep
 from dlc.frontends.onnx.errors import NeedsConstantError, OnnxImportError
 from dlc.frontends.onnx.importer import import_model
 from dlc.frontends.onnx.registry import supported_op_types
 
-__all__ = ["import_model", "OnnxImportError", "NeedsConstantError", "supported_op_types"]
+__all__ = ["Backend", "BackendRep", "import_model", "OnnxImportError", "NeedsConstantError", "supported_op_types"]
