@@ -28,10 +28,16 @@ from dlc.weights import attach, load_for_module, store_of
 
 HOST_ATTR = "tloop.host"
 NUM_INPUTS_ATTR = "tloop.num_inputs"
-# expand-control-flow first: unrolled bodies are then legalized and folded like any op
-GRAPH_PASSES = ("expand-control-flow", "legalize", "fold-constant",  # fold after legalize: batch_norm parameters fold too
+# graph.if/loop/scan stay control flow (host-level scf, lowering/bufferize.py); the
+# passes below reach into their bodies. expand-control-flow (unrolling) is opt-in,
+# and the GPU target runs it first (GPU_GRAPH_PASSES).
+GRAPH_PASSES = ("legalize",
+                "widen-accumulation",  # f16 matmul/conv/reduce accumulate in f32
+                "fold-constant",  # fold after legalize: batch_norm parameters fold too
                 "simplify-inference",  # then per-channel scales go into conv/matmul weights
                 "fuse-ops")  # elementwise epilogues join their producer's kernel
+# lower-to-gpu has no host-level control flow: bodies are unrolled first
+GPU_GRAPH_PASSES = ("expand-control-flow", *GRAPH_PASSES)
 
 
 class CompileError(DiagnosticException):
@@ -254,14 +260,29 @@ def _one_line(err: Exception, stage: str) -> str:
     return msg if msg.startswith(stage) else f"{stage}: {msg}"
 
 
-def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = None) -> None:
+def graph_passes(layout: str | None = None) -> tuple[str, ...]:
+    """GRAPH_PASSES, with alter-op-layout before fuse-ops for ``layout="NCHWc"``
+    (default: env ``DLC_LAYOUT``, else "NCHW": plain layouts)."""
+    layout = layout or os.environ.get("DLC_LAYOUT", "NCHW")
+    if layout not in ("NCHW", "NCHWc"):
+        raise CompileError(f"unknown layout '{layout}' (expected NCHW or NCHWc)")
+    if layout == "NCHW":
+        return GRAPH_PASSES
+    at = GRAPH_PASSES.index("fuse-ops")
+    return GRAPH_PASSES[:at] + ("alter-op-layout",) + GRAPH_PASSES[at:]
+
+
+def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = None,
+                          layout: str | None = None) -> None:
     """Run the stages ``module`` still needs to reach the llvm dialect (in place)."""
     timings = timings if timings is not None else {}
     if _level(module) == "graph":
-        for name in GRAPH_PASSES:
+        for name in graph_passes(layout):
             with _timed(timings, name):
                 _run_pass(name, module, required=False)
-        with _timed(timings, "lower-to-loops"):
+        from dlc.lowering.kernels.conv import flat_conv_form
+
+        with _timed(timings, "lower-to-loops"), flat_conv_form():  # CPU-only conv form
             _run_pass("lower-to-loops", module, required=True)
         with _timed(timings, "schedule"):
             _apply_default_schedules(module)
@@ -359,13 +380,14 @@ class CompiledModule:
 
 
 def compile(source, example_args=None, target: str = "llvm", entry: str | None = None,
-            num_threads: int | None = None, opt: int = 3) -> CompiledModule:
+            num_threads: int | None = None, opt: int = 3, layout: str | None = None) -> CompiledModule:
     """Compile ``source`` (MLIR text, .mlir/.onnx/.tflite/.pt2 path, onnx.ModelProto, ModuleOp,
     torch ExportedProgram, or a torch nn.Module with ``example_args``) for the host CPU.
 
     ``num_threads``: threads for parallel loops (default: env ``DLC_NUM_THREADS``,
     else all cores). ``entry``: the default entry point (default ``@main`` or the
-    first function).
+    first function). ``layout``: "NCHWc" runs conv chains in the blocked
+    NCHW16c layout (alter-op-layout; default: env ``DLC_LAYOUT``, else "NCHW").
     """
     if target == "cuda":
         return _compile_cuda(source, entry, example_args)
@@ -385,7 +407,7 @@ def compile(source, example_args=None, target: str = "llvm", entry: str | None =
                            "entry-point metadata: compile graph- or loop-level IR)")
     default = _default_entry(entries, entry)
     meta = metadata_for(module, default, num_threads)
-    lower_to_llvm_dialect(module, timings)
+    lower_to_llvm_dialect(module, timings, layout)
     with _timed(timings, "translate"):
         try:
             translation = translate(module, meta)

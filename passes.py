@@ -28,7 +28,9 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "shape-infer": _lazy("dlc.transforms.shape_infer", "ShapeInferPass"),
     "expand-control-flow": _lazy("dlc.transforms.expand_control_flow", "ExpandControlFlowPass"),
     "simplify-inference": _lazy("dlc.transforms.simplify_inference", "SimplifyInferencePass"),
+    "widen-accumulation": _lazy("dlc.transforms.widen_accumulation", "WidenAccumulationPass"),
     "fuse-ops": _lazy("dlc.transforms.fuse_ops", "FuseOpsPass"),
+    "alter-op-layout": _lazy("dlc.transforms.alter_op_layout", "AlterOpLayoutPass"),
     # graph -> tensor loops -> llvm
     "lower-to-loops": _lazy("dlc.lowering.lower_to_loops", "LowerToLoopsPass"),
     "lower-to-llvm": _lazy("dlc.lowering.lower_to_llvm", "LowerToLLVMPass"),

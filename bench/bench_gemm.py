@@ -6,7 +6,8 @@
 Everything goes through the normal pipeline (``dlc.compile`` on a graph.matmul /
 graph.conv2d). The machine is shared, so each case alternates dlc and numpy runs
 and reports medians and their ratio. The peak is measured, not assumed, in the
-same interleaved runs as each case (the load changes minute by minute): a
+same interleaved runs as each case (the load changes minute by minute; numpy is timed
+apart, after them, since OpenBLAS's spinning threads would steal a core from them): a
 compiled kernel of independent FMA chains (8 x 16 f32 accumulators per thread,
 loop IR through the same LLVM backend). numpy's conv baseline is im2col +
 sgemm (OpenBLAS).
@@ -127,8 +128,12 @@ def run_case(name: str, flops: float, ours, theirs, peak: Peak, runs: int) -> No
     Wall-clock GFLOP/s suffer from time slicing when other jobs share the cores, so the
     % of peak is also given per CPU-second (process time of all threads), which stays
     near what an idle machine shows for compute-bound kernels."""
-    t_peak, t_ours, t_theirs = alternate([peak, ours, theirs], runs)
+    t_peak, t_ours = alternate([peak, ours], runs)
     c_peak, c_ours = alternate([peak, ours], runs, clock=time.process_time)
+    # numpy apart, last: OpenBLAS's threads spin for a while after each call (about 0.1 s by
+    # default) and steal a core from whatever runs next (measured: dlc and the peak halved)
+    (t_theirs,) = alternate([theirs], runs)
+    time.sleep(0.5)
     p, g, gn = peak.flops / t_peak / 1e9, flops / t_ours / 1e9, flops / t_theirs / 1e9
     cpu_peak = peak.flops / c_peak / 1e9
     cpu_ratio = flops / c_ours / 1e9 / cpu_peak
@@ -189,7 +194,8 @@ def main() -> None:
           f"{peak.gflops(args.runs):.1f} GFLOP/s on {args.threads} (re-measured with each case)")
     if args.only in (None, "gemm"):
         squares = [(s, s, s) for s in args.sizes]
-        skinny = [(1021, 997, 509), (1024, 1024, 64), (64, 1024, 1024), (49, 2048, 512), (1, 1000, 2048)]
+        skinny = [(1021, 997, 509), (1024, 1024, 64), (64, 1024, 1024), (49, 2048, 512), (1, 1000, 2048),
+                  (1, 4096, 9216), (1, 4096, 4096), (3, 1000, 1024)]  # AlexNet/VGG dense layers at batch 1
         bench_gemm(squares + (skinny if args.sizes == parser.get_default("sizes") else []),
                    args.threads, args.runs, peak, rng)
     if args.only in (None, "conv"):

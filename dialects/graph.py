@@ -55,6 +55,7 @@ from dlc.dialects.graph_base import (
     is_bool,
     is_float,
     is_int,
+    is_narrow,
     normalize_axis,
     numpy_dtype,
     numpy_from_dense,
@@ -123,6 +124,7 @@ class ConstantOp(GraphOp):
     """
 
     name = "graph.constant"
+    NARROW_TYPES: ClassVar[bool] = True
     ATTRS: ClassVar[tuple[str, ...]] = ("value",)
     value = attr_def(DenseIntOrFPElementsAttr)
     out = result_def(TensorType)
@@ -185,6 +187,7 @@ class WeightOp(GraphOp):
     """
 
     name = "graph.weight"
+    NARROW_TYPES: ClassVar[bool] = True
     ATTRS: ClassVar[tuple[str, ...]] = ("name",)
     weight_name = attr_def(StringAttr, attr_name="name")
     out = result_def(TensorType)
@@ -456,13 +459,19 @@ class HardSigmoidOp(UnaryOp):
 class CastOp(GraphOp):
     """Convert element type (``to``); float->int truncates toward zero, like C.
 
+    Narrow types (bf16, f8*, f4E2M1FN, i4/ui4/i2/ui2) follow ONNX Cast-24:
+    ``saturate`` (default true) clamps float8 overflow to the largest finite
+    value (``{to = f8E4M3FN, saturate = false}`` gives NaN instead);
+    ``round_mode`` ("up", "down", "nearest") rounds to f8E8M0FNU.
+
     ```mlir
     %y = graph.cast %x {to = i32} : (tensor<4xf32>) -> tensor<4xi32>
     ```
     """
 
     name = "graph.cast"
-    ATTRS: ClassVar[tuple[str, ...]] = ("to",)
+    ATTRS: ClassVar[tuple[str, ...]] = ("to", "saturate", "round_mode")
+    NARROW_TYPES: ClassVar[bool] = True
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -472,11 +481,18 @@ class CastOp(GraphOp):
         _expect_count(operand_types, 1)
         to = attrs.type("to")
         numpy_dtype(to)  # supported element type?
+        attrs.bool("saturate", True)
+        if attrs.str("round_mode", "up") not in ("up", "down", "nearest"):
+            raise ShapeError(f"round_mode must be up, down or nearest, got '{attrs.str('round_mode')}'")
         return [tensor_type(operand_types[0].get_shape(), to)]
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        to = self.attrs.type("to")
         with np.errstate(all="ignore"):
-            return [x.astype(numpy_dtype(self.attrs.type("to")))]
+            if is_narrow(to) or is_narrow(self.operands[0].type.element_type):
+                return [narrow_cast_reference(
+                    x, to, self.attrs.bool("saturate", True), self.attrs.str("round_mode", "up"))]
+            return [x.astype(numpy_dtype(to))]
 
 
 class BinaryOp(GraphOp):
@@ -1374,6 +1390,7 @@ class ArgMinOp(_ArgReduceOp):
 
 
 class _MoveOp(GraphOp):
+    NARROW_TYPES: ClassVar[bool] = True  # data movement copies storage bits
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -1584,6 +1601,7 @@ class PadOp(_MoveOp):
     """
 
     name = "graph.pad"
+    NARROW_TYPES: ClassVar[bool] = False  # its padding value is arithmetic
     ATTRS: ClassVar[tuple[str, ...]] = ("pads", "mode", "value")
 
     @classmethod
@@ -1632,6 +1650,7 @@ class ConcatOp(GraphOp):
     """
 
     name = "graph.concat"
+    NARROW_TYPES: ClassVar[bool] = True
     ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
     inputs = var_operand_def(TensorType)
     out = result_def(TensorType)
@@ -1669,6 +1688,7 @@ class SplitOp(GraphOp):
     """
 
     name = "graph.split"
+    NARROW_TYPES: ClassVar[bool] = True
     ATTRS: ClassVar[tuple[str, ...]] = ("axis", "sizes")
     x = operand_def(TensorType)
     outs = var_result_def(TensorType)
@@ -1706,6 +1726,7 @@ class GatherOp(GraphOp):
     """
 
     name = "graph.gather"
+    NARROW_TYPES: ClassVar[bool] = True
     ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
@@ -2251,6 +2272,1293 @@ class CustomOp(GraphOp):
 
         program = custom_program(self.attrs.str("te"), [o.type for o in self.operands])
         return run_program(program, list(inputs))
+
+
+# ---------------------------------------------------------------------------
+# narrow element types: casts and (de)quantization (narrow-types work)
+# ---------------------------------------------------------------------------
+
+# ONNX Cast applies `saturate` to these targets (float4 always saturates).
+_SATURATING_NARROW = ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ")
+
+
+def narrow_cast_reference(x: np.ndarray, to: Attribute, saturate: bool, round_mode: str) -> np.ndarray:
+    """numpy (ml_dtypes) semantics of graph.cast with a narrow side, per ONNX Cast-24."""
+    dtype = numpy_dtype(to)
+    narrow_float_source = x.dtype.type.__module__ == "ml_dtypes" and x.dtype.kind != "V" or (
+        x.dtype.type.__module__ == "ml_dtypes" and "int" not in x.dtype.name)
+    if narrow_float_source and not is_float(to):
+        x = x.astype(np.float32)  # narrow floats convert through f32, like the kernel
+    if str(to) == "f8E8M0FNU":
+        return _to_e8m0(np.asarray(x, np.float32), saturate, round_mode).view(dtype)
+    if str(to) in _SATURATING_NARROW and saturate:
+        import ml_dtypes
+
+        info = ml_dtypes.finfo(dtype)
+        x = np.clip(x, info.min, info.max)
+    return x.astype(dtype)
+
+
+def _to_e8m0(x: np.ndarray, saturate: bool, round_mode: str) -> np.ndarray:
+    """Codes of float8e8m0 (onnx.numpy_helper.to_float8e8m0): the f32 exponent
+    field rounded by ``round_mode``, the sign ignored, NaN/Inf -> 0xFF."""
+    bits = x.view(np.uint32)
+    exp = ((bits >> 23) & 0xFF).astype(np.uint16)
+    special = exp == 0xFF
+    if round_mode == "up":
+        up = (bits & 0x7FFFFF) > 0
+    elif round_mode == "nearest":
+        up = ((bits & 0x400000) > 0) & (((bits & 0x3FFFFF) > 0) | (exp > 0))
+    else:
+        up = np.zeros(bits.shape, bool)
+    if saturate:
+        up &= exp != 0xFE
+    code = np.where(special, 0xFF, exp + (up & ~special)).astype(np.uint8)
+    return code
+
+
+# ---------------------------------------------------------------------------
+# indexing: gather/scatter/top-k (indexing work)
+# ---------------------------------------------------------------------------
+
+# Index semantics shared by these ops (the kernels in lowering/kernels/indexing.py
+# implement the same): a negative index counts from the end of its dim; an index
+# still outside the dim after that is clamped into it by the gathers (as
+# graph.gather does) and makes the scatters skip that update. Either way no
+# kernel reads or writes outside a buffer.
+
+from dlc.dialects.graph_base import is_narrow  # noqa: E402
+
+SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def _scatter_reduction(attrs: Attrs, element: Attribute) -> str:
+    reduction = attrs.str("reduction", "none")
+    if reduction not in SCATTER_REDUCTIONS:
+        raise ShapeError(f"reduction must be one of {', '.join(SCATTER_REDUCTIONS)}, got '{reduction}'")
+    if reduction != "none" and (is_bool(element) or is_narrow(element)):
+        raise ShapeError(f"reduction '{reduction}' needs float or integer data, got {element}")
+    return reduction
+
+
+def _combine(reduction: str, old, new):
+    """One scatter update, as numpy (max/min propagate NaN, like arith.maximumf;
+    integers wrap, like the kernels' arith ops)."""
+    if reduction == "add":
+        with np.errstate(over="ignore"):
+            return old + new
+    if reduction == "mul":
+        with np.errstate(over="ignore"):
+            return old * new
+    if reduction == "max":
+        return np.maximum(old, new)
+    if reduction == "min":
+        return np.minimum(old, new)
+    return new
+
+
+def _wrap(index: int, n: int) -> int:
+    return index + n if index < 0 else index
+
+
+def _clamped(indices: np.ndarray, dims: Sequence[int]) -> np.ndarray:
+    """Gather addresses: negative ones wrapped, then clamped into ``dims``
+    (broadcast along the last axis of ``indices``)."""
+    idx = indices.astype(np.int64)
+    limits = np.asarray(dims, dtype=np.int64)
+    idx = np.where(idx < 0, idx + limits, idx)
+    return np.clip(idx, 0, limits - 1)
+
+
+def _nd_shapes(data: TensorType, indices: TensorType, batch_dims: int) -> tuple[int, list[int]]:
+    """Check GatherND/ScatterND operands; (k, shape of the gathered/scattered values)."""
+    _check_element(indices, "int", "indices")
+    d, i = list(data.get_shape()), list(indices.get_shape())
+    if not d:
+        raise ShapeError("data must have rank >= 1")
+    if not i:
+        raise ShapeError("indices must have rank >= 1 (the last dim holds the index tuples)")
+    if not 0 <= batch_dims < min(len(d), len(i)):
+        raise ShapeError(
+            f"batch_dims {batch_dims} must be in [0, {min(len(d), len(i))}) "
+            f"(below the ranks of data {len(d)} and indices {len(i)})"
+        )
+    if d[:batch_dims] != i[:batch_dims]:
+        raise ShapeError(
+            f"the first {batch_dims} (batch) dims of data {d} and indices {i} must be equal"
+        )
+    k = i[-1]
+    if not 1 <= k <= len(d) - batch_dims:
+        raise ShapeError(
+            f"index tuples have {k} entries (last dim of indices), which must be in "
+            f"[1, {len(d) - batch_dims}] (data rank {len(d)} minus batch_dims {batch_dims})"
+        )
+    return k, i[:-1] + d[batch_dims + k:]
+
+
+@irdl_op_definition
+class GatherNDOp(GraphOp):
+    """ONNX GatherND: the last dim of ``indices`` holds index tuples into data's
+    dims after the first ``batch_dims`` (which data and indices share);
+    out = indices.shape[:-1] + data.shape[batch_dims + k:]. Negative indices
+    count from the end; out-of-range ones are clamped.
+
+    ```mlir
+    %y = graph.gather_nd %x, %i {batch_dims = 1 : i64} : (tensor<2x5x3xf32>, tensor<2x4x1xi64>) -> tensor<2x4x3xf32>
+    ```
+    """
+
+    name = "graph.gather_nd"
+    ATTRS: ClassVar[tuple[str, ...]] = ("batch_dims",)
+    NARROW_TYPES: ClassVar[bool] = True  # moves storage bits only
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        data, indices = operand_types
+        _, shape = _nd_shapes(data, indices, attrs.int("batch_dims", 0))
+        return [tensor_type(shape, data.element_type)]
+
+    def reference(self, data, indices):
+        b = self.attrs.int("batch_dims", 0)
+        k = indices.shape[-1]
+        idx = _clamped(indices, data.shape[b:b + k])
+        out = np.empty(self.results[0].type.get_shape(), dtype=data.dtype)
+        for batch in np.ndindex(data.shape[:b]):
+            tuples = idx[batch]  # (..., k)
+            out[batch] = data[batch][tuple(np.moveaxis(tuples, -1, 0))]
+        return [out]
+
+
+@irdl_op_definition
+class ScatterNDOp(GraphOp):
+    """ONNX ScatterND: out = data, then for every index tuple (the last dim of
+    ``indices``, after ``batch_dims`` shared leading dims) the slice
+    ``updates[...]`` is combined into ``out[tuple]`` in order with
+    ``reduction`` (none | add | mul | max | min; none: the last write wins).
+    updates.shape = indices.shape[:-1] + data.shape[batch_dims + k:]. Negative
+    indices count from the end; an out-of-range tuple is skipped. (ONNX's
+    ScatterND has no ``batch_dims``; it is here for symmetry with gather_nd.)
+
+    ```mlir
+    %y = graph.scatter_nd %x, %i, %u {reduction = "add"} : (tensor<5x3xf32>, tensor<4x1xi64>, tensor<4x3xf32>) -> tensor<5x3xf32>
+    ```
+    """
+
+    name = "graph.scatter_nd"
+    ATTRS: ClassVar[tuple[str, ...]] = ("reduction", "batch_dims")
+    NARROW_TYPES: ClassVar[bool] = True  # with reduction none only (_scatter_reduction)
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 3)
+        data, indices, updates = operand_types
+        _scatter_reduction(attrs, data.element_type)
+        _, shape = _nd_shapes(data, indices, attrs.int("batch_dims", 0))
+        if list(updates.get_shape()) != shape:
+            raise ShapeError(
+                f"updates shape {list(updates.get_shape())} must be "
+                f"indices.shape[:-1] + data.shape[batch_dims + k:] = {shape}"
+            )
+        if updates.element_type != data.element_type:
+            raise ShapeError(f"updates element type {updates.element_type} must be data's {data.element_type}")
+        return [data]
+
+    def reference(self, data, indices, updates):
+        reduction = self.attrs.str("reduction", "none")
+        b = self.attrs.int("batch_dims", 0)
+        dims = data.shape[b:b + indices.shape[-1]]
+        out = data.copy()
+        for i in np.ndindex(indices.shape[:-1]):
+            pos = tuple(_wrap(int(v), n) for v, n in zip(indices[i], dims))
+            if all(0 <= p < n for p, n in zip(pos, dims)):
+                target = i[:b] + pos
+                out[target] = _combine(reduction, out[target], updates[i])
+        return [out]
+
+
+@irdl_op_definition
+class ScatterElementsOp(GraphOp):
+    """ONNX ScatterElements (and Scatter): out = data, then for every position p
+    of ``indices``, out[p with p[axis] = indices[p]] is combined with
+    ``updates[p]`` in order by ``reduction`` (none | add | mul | max | min).
+    indices and updates have data's rank and one shape, no larger than data
+    outside ``axis``. Negative indices count from the end; out-of-range ones
+    are skipped.
+
+    ```mlir
+    %y = graph.scatter_elements %x, %i, %u {axis = 1 : i64, reduction = "max"} : (tensor<3x5xf32>, tensor<3x2xi64>, tensor<3x2xf32>) -> tensor<3x5xf32>
+    ```
+    """
+
+    name = "graph.scatter_elements"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "reduction")
+    NARROW_TYPES: ClassVar[bool] = True  # with reduction none only (_scatter_reduction)
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 3)
+        data, indices, updates = operand_types
+        _check_element(indices, "int", "indices")
+        _scatter_reduction(attrs, data.element_type)
+        d, i = list(data.get_shape()), list(indices.get_shape())
+        if not d:
+            raise ShapeError("data must have rank >= 1")
+        axis = normalize_axis(attrs.int("axis", 0), len(d))
+        if len(i) != len(d):
+            raise ShapeError(f"indices rank {len(i)} must equal data rank {len(d)}")
+        if any(n > m for a, (n, m) in enumerate(zip(i, d)) if a != axis):
+            raise ShapeError(f"indices shape {i} exceeds data shape {d} outside axis {axis}")
+        if list(updates.get_shape()) != i:
+            raise ShapeError(
+                f"updates shape {list(updates.get_shape())} must equal indices shape {i}"
+            )
+        if updates.element_type != data.element_type:
+            raise ShapeError(f"updates element type {updates.element_type} must be data's {data.element_type}")
+        return [data]
+
+    def reference(self, data, indices, updates):
+        reduction = self.attrs.str("reduction", "none")
+        axis = normalize_axis(self.attrs.int("axis", 0), data.ndim)
+        n = data.shape[axis]
+        out = data.copy()
+        for p in np.ndindex(indices.shape):
+            j = _wrap(int(indices[p]), n)
+            if 0 <= j < n:
+                target = p[:axis] + (j,) + p[axis + 1:]
+                out[target] = _combine(reduction, out[target], updates[p])
+        return [out]
+
+
+@irdl_op_definition
+class TopKOp(GraphOp):
+    """ONNX TopK with a constant ``k``: the k largest (``largest``, default
+    true) or smallest elements along ``axis`` (default -1) and their i64
+    indices, best first; equal values keep the lower index first and NaN
+    counts as larger than every number. ``sorted = false`` is accepted (ONNX
+    leaves the order open); the results are sorted either way.
+
+    ```mlir
+    %v, %i = graph.top_k %x {k = 3 : i64, axis = 1 : i64} : (tensor<2x7xf32>) -> (tensor<2x3xf32>, tensor<2x3xi64>)
+    ```
+    """
+
+    name = "graph.top_k"
+    ATTRS: ClassVar[tuple[str, ...]] = ("k", "axis", "largest", "sorted")
+    x = operand_def(TensorType)
+    values = result_def(TensorType)
+    indices = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        x = operand_types[0]
+        _check_element(x, "numeric")
+        shape = list(x.get_shape())
+        if not shape:
+            raise ShapeError("input must have rank >= 1")
+        axis = normalize_axis(attrs.int("axis", -1), len(shape))
+        k = attrs.int("k")
+        if not 0 <= k <= shape[axis]:
+            raise ShapeError(f"k = {k} must be in [0, {shape[axis]}] (the extent of axis {axis})")
+        shape[axis] = k
+        return [tensor_type(shape, x.element_type), tensor_type(shape, i64)]
+
+    def reference(self, x):
+        axis = normalize_axis(self.attrs.int("axis", -1), x.ndim)
+        k, n = self.attrs.int("k"), x.shape[axis]
+        if self.attrs.bool("largest", True):
+            # a stable ascending sort of the flipped axis, reversed: descending
+            # with equal values in ascending original index order
+            order = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
+            order = n - 1 - np.flip(order, axis)
+        else:
+            order = np.argsort(x, axis=axis, kind="stable")
+        idx = np.take(order, np.arange(k), axis=axis).astype(np.int64)
+        return [np.take_along_axis(x, idx, axis=axis), idx]
+
+
+@irdl_op_definition
+class ReverseSequenceOp(GraphOp):
+    """ONNX ReverseSequence: for each batch entry b (along ``batch_axis``,
+    default 1), reverse the first ``seq_lens[b]`` elements along ``time_axis``
+    (default 0); the rest are copied. Lengths are clamped into [0, time extent].
+
+    ```mlir
+    %y = graph.reverse_sequence %x, %lens {batch_axis = 0 : i64, time_axis = 1 : i64} : (tensor<3x5x2xf32>, tensor<3xi64>) -> tensor<3x5x2xf32>
+    ```
+    """
+
+    name = "graph.reverse_sequence"
+    ATTRS: ClassVar[tuple[str, ...]] = ("batch_axis", "time_axis")
+    NARROW_TYPES: ClassVar[bool] = True  # moves storage bits only
+    x = operand_def(TensorType)
+    seq_lens = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        x, lens = operand_types
+        _check_element(lens, "int", "seq_lens")
+        shape = list(x.get_shape())
+        if len(shape) < 2:
+            raise ShapeError(f"input must have rank >= 2, got {len(shape)}")
+        batch = normalize_axis(attrs.int("batch_axis", 1), len(shape), "batch_axis")
+        time = normalize_axis(attrs.int("time_axis", 0), len(shape), "time_axis")
+        if batch == time:
+            raise ShapeError(f"batch_axis and time_axis must differ, both are {batch}")
+        if list(lens.get_shape()) != [shape[batch]]:
+            raise ShapeError(
+                f"seq_lens shape {list(lens.get_shape())} must be [{shape[batch]}] "
+                f"(the batch extent)"
+            )
+        return [x]
+
+    def reference(self, x, seq_lens):
+        batch = normalize_axis(self.attrs.int("batch_axis", 1), x.ndim)
+        time = normalize_axis(self.attrs.int("time_axis", 0), x.ndim)
+        lens = np.clip(seq_lens.astype(np.int64), 0, x.shape[time])
+        out = x.copy()
+        for b, n in enumerate(lens):
+            sel = [slice(None)] * x.ndim
+            sel[batch] = b
+            sel[time] = slice(0, int(n))
+            out[tuple(sel)] = np.flip(x[tuple(sel)], axis=time - (batch < time))
+        return [out]
+
+
+
+# ---------------------------------------------------------------------------
+# more elementwise, bitwise and pooling ops (simple-ops work)
+# ---------------------------------------------------------------------------
+
+
+AcosOp = _unary("acos", np.arccos, doc="arc cosine (NaN outside [-1, 1])")
+AsinOp = _unary("asin", np.arcsin, doc="arc sine (NaN outside [-1, 1])")
+AtanOp = _unary("atan", np.arctan, doc="arc tangent")
+
+
+def _int_example(op_cls: type[GraphOp], kind: str, doc: str) -> None:
+    """Docstring with an integer-typed example (the factories show f32)."""
+    if kind == "unary":
+        example = f"%y = {op_cls.name} %x : (tensor<2x3xi32>) -> tensor<2x3xi32>"
+    else:
+        example = f"%z = {op_cls.name} %a, %b : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>"
+    op_cls.__doc__ = f"{doc} (integer tensors).\n\n```mlir\n{example}\n```\n"
+
+
+def _shift(a: np.ndarray, b: np.ndarray, left: bool) -> np.ndarray:
+    # ONNX BitShift: a shift count outside [0, bits) gives 0, except a right
+    # shift of a negative signed value, which fills with the sign (-1)
+    a, b = np.broadcast_arrays(a, b)
+    bits = np.iinfo(a.dtype).bits
+    out_of_range = (b < 0) | (b >= bits)
+    count = np.where(out_of_range, 0, b).astype(a.dtype)
+    if left:
+        unsigned = np.dtype(f"u{a.dtype.itemsize}")
+        shifted = np.left_shift(a.view(unsigned), count.view(unsigned)).view(a.dtype)
+        return np.where(out_of_range, 0, shifted).astype(a.dtype)
+    fill = np.where(a < 0, -1, 0) if a.dtype.kind == "i" else np.zeros_like(a)
+    return np.where(out_of_range, fill, np.right_shift(a, count)).astype(a.dtype)
+
+
+BitwiseNotOp = _unary("bitwise_not", np.invert, "int")
+BitwiseAndOp = _binary("bitwise_and", np.bitwise_and, "int")
+BitwiseOrOp = _binary("bitwise_or", np.bitwise_or, "int")
+BitwiseXorOp = _binary("bitwise_xor", np.bitwise_xor, "int")
+ShiftLeftOp = _binary("shift_left", lambda a, b: _shift(a, b, True), "int")
+ShiftRightOp = _binary("shift_right", lambda a, b: _shift(a, b, False), "int")
+_int_example(BitwiseNotOp, "unary", "Elementwise bitwise complement ~x")
+_int_example(BitwiseAndOp, "binary", "Elementwise a & b with numpy broadcasting")
+_int_example(BitwiseOrOp, "binary", "Elementwise a | b with numpy broadcasting")
+_int_example(BitwiseXorOp, "binary", "Elementwise a ^ b with numpy broadcasting")
+_int_example(
+    ShiftLeftOp, "binary",
+    "Elementwise a << b with numpy broadcasting; bits shifted out are lost and a count "
+    "outside [0, bit width) gives 0",
+)
+_int_example(
+    ShiftRightOp, "binary",
+    "Elementwise a >> b with numpy broadcasting, arithmetic for signed and logical for "
+    "unsigned types; a count outside [0, bit width) gives 0, or -1 for a negative signed a",
+)
+
+
+def pool_geometry(attrs: Attrs, in_dims: Sequence[int]):
+    """(kernel, strides, dilations, padding [begins.., ends..], out dims) of an
+    N-D pooling window over spatial dims ``in_dims``; raises ShapeError."""
+    n = len(in_dims)
+    kernel = attrs.ints("kernel")
+    if len(kernel) != n or min(kernel) < 1:
+        raise ShapeError(f"attribute 'kernel' must be {n} values >= 1, got {list(kernel)}")
+    strides, dil, pads = _window_attrs(attrs, n)
+    ceil = attrs.bool("ceil_mode")
+    out = []
+    for i, size in enumerate(in_dims):
+        if max(pads[i], pads[n + i]) >= dil[i] * (kernel[i] - 1) + 1:
+            raise ShapeError("padding must be smaller than the window")
+        dim = f"spatial dim {i}"
+        out.append(_pool_out(size, kernel[i], strides[i], pads[i], pads[n + i], dil[i], ceil, dim))
+        _check_windows_see_input(size, kernel[i], strides[i], pads[i], dil[i], out[-1], dim)
+    return kernel, strides, dil, pads, out
+
+
+def pool_index_steps(in_dims: Sequence[int], storage_order: int) -> list[int]:
+    """Per spatial dim, the step of the flat Indices value: row-major
+    (storage_order 0) or column-major (1) over the spatial dims."""
+    dims = list(in_dims) if storage_order == 0 else list(reversed(in_dims))
+    steps = [math.prod(dims[i + 1:]) for i in range(len(dims))]
+    return steps if storage_order == 0 else list(reversed(steps))
+
+
+class _PoolNdOp(GraphOp):
+    """Channels-first (N, C, spatial...) pooling over any number of spatial
+    dims; the 2-D ops above keep their own tuned kernels and layouts."""
+
+    x = operand_def(TensorType)
+    traits = traits_def(Pure())
+    SPATIAL: ClassVar[tuple[int, ...]] = (3,)
+
+    @classmethod
+    def geometry(cls, operand_types: Types, attrs: Attrs):
+        _expect_count(operand_types, 1)
+        _check_element(operand_types[0], "numeric")
+        x = list(operand_types[0].get_shape())
+        if len(x) - 2 not in cls.SPATIAL:
+            ranks = " or ".join(str(r + 2) for r in cls.SPATIAL)
+            raise ShapeError(f"input must be {ranks}-D (N, C, spatial...), got rank {len(x)}")
+        return x[:2], pool_geometry(attrs, x[2:])
+
+    def windows(self, x: np.ndarray, fill: float):
+        """Yield (tap offsets, patch, inside-input mask, inside-input-or-padding
+        mask) per window tap; patches have the output's shape."""
+        kernel, strides, dil, pads, out = pool_geometry(self.attrs, x.shape[2:])
+        n = len(kernel)
+        extra = [max((out[i] - 1) * strides[i] + dil[i] * (kernel[i] - 1) + 1
+                     - (x.shape[2 + i] + pads[i] + pads[n + i]), 0) for i in range(n)]
+        pad = [(pads[i], pads[n + i] + extra[i]) for i in range(n)]
+        xp = np.pad(x, [(0, 0), (0, 0)] + pad, constant_values=fill)
+        inside = np.pad(np.ones(x.shape[2:], dtype=np.int64), pad)
+        # the ceil-mode overhang (extra) counts as neither input nor padding
+        in_pad = np.pad(np.ones([x.shape[2 + i] + pads[i] + pads[n + i] for i in range(n)], np.int64),
+                        [(0, e) for e in extra])
+        for taps in np.ndindex(*kernel):
+            sl = tuple(slice(t * dil[i], t * dil[i] + strides[i] * (out[i] - 1) + 1, strides[i])
+                       for i, t in enumerate(taps))
+            yield taps, xp[(slice(None), slice(None)) + sl], inside[sl], in_pad[sl]
+
+    def max_and_argmax(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Window maxima and the flat (row-major) input index of the first maximum."""
+        kernel, strides, dil, pads, out = pool_geometry(self.attrs, x.shape[2:])
+        n = len(kernel)
+        lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+        # the first input tap of a window always wins (index -1 = none yet), so
+        # a window of `lowest` values still points at an input element
+        best = np.full(x.shape[:2] + tuple(out), lowest, dtype=x.dtype)
+        index = np.full(best.shape, -1, dtype=np.int64)
+        plane = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(x.shape[:2] + (1,) * n)
+        steps = pool_index_steps(x.shape[2:], self.attrs.int("storage_order", 0))
+        for taps, patch, inside, _ in self.windows(x, lowest):
+            flat = plane * math.prod(x.shape[2:])
+            for i, t in enumerate(taps):
+                pos = np.arange(out[i]) * strides[i] + t * dil[i] - pads[i]
+                flat = flat + (pos * steps[i]).reshape((-1,) + (1,) * (n - 1 - i))
+            better = ((patch > best) | (index < 0)) & (inside > 0)
+            best = np.where(better, patch, best)
+            index = np.where(better, flat, index)
+        return best, index
+
+
+def _pool_nd_doc(cls: type[GraphOp], what: str, example: str) -> None:
+    cls.__doc__ = (
+        f"{what} over 3 spatial dims (N, C, D, H, W). Attributes: ``kernel`` [3] "
+        "(required), ``strides``, ``padding`` [begins.., ends..], ``dilations``, "
+        f"``ceil_mode``, ``count_include_pad`` (average only).\n\n```mlir\n{example}\n```\n"
+    )
+
+
+@irdl_op_definition
+class MaxPool3DOp(_PoolNdOp):
+    name = "graph.max_pool3d"
+    ATTRS: ClassVar[tuple[str, ...]] = ("kernel", "strides", "padding", "dilations", "ceil_mode")
+    out = result_def(TensorType)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        lead, (*_, out) = cls.geometry(operand_types, attrs)
+        return [tensor_type(lead + out, operand_types[0].element_type)]
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        return [_contiguous(self.max_and_argmax(x)[0]).astype(x.dtype)]
+
+
+@irdl_op_definition
+class AvgPool3DOp(_PoolNdOp):
+    name = "graph.avg_pool3d"
+    ATTRS: ClassVar[tuple[str, ...]] = (
+        "kernel", "strides", "padding", "dilations", "ceil_mode", "count_include_pad"
+    )
+    out = result_def(TensorType)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        lead, (*_, out) = cls.geometry(operand_types, attrs)
+        return [tensor_type(lead + out, operand_types[0].element_type)]
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        include_pad = self.attrs.bool("count_include_pad")
+        total = count = 0
+        for _, patch, inside, in_pad in self.windows(x.astype(np.float64), 0.0):
+            total = total + patch
+            count = count + (in_pad if include_pad else inside)
+        return [_contiguous(total / np.maximum(count, 1)).astype(x.dtype)]
+
+
+@irdl_op_definition
+class MaxPoolWithIndicesOp(_PoolNdOp):
+    """Max pooling over 1, 2 or 3 spatial dims (channels first) that also
+    returns, per output, the flat row-major index into the whole input of the
+    window's first maximum (ONNX MaxPool's Indices output); ``storage_order``
+    = 1 numbers the spatial positions column-major. Other attributes as max_pool3d.
+
+    ```mlir
+    %y, %i = graph.max_pool_with_indices %x {kernel = array<i64: 2, 2>} : (tensor<1x2x5x5xf32>) -> (tensor<1x2x4x4xf32>, tensor<1x2x4x4xi64>)
+    ```
+    """
+
+    name = "graph.max_pool_with_indices"
+    ATTRS: ClassVar[tuple[str, ...]] = (
+        "kernel", "strides", "padding", "dilations", "ceil_mode", "storage_order"
+    )
+    SPATIAL: ClassVar[tuple[int, ...]] = (1, 2, 3)
+    out = result_def(TensorType)
+    indices = result_def(TensorType)
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        lead, (*_, out) = cls.geometry(operand_types, attrs)
+        if attrs.int("storage_order", 0) not in (0, 1):
+            raise ShapeError(f"storage_order must be 0 or 1, got {attrs.int('storage_order', 0)}")
+        return [tensor_type(lead + out, operand_types[0].element_type), tensor_type(lead + out, i64)]
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        best, index = self.max_and_argmax(x)
+        return [_contiguous(best).astype(x.dtype), _contiguous(index)]
+
+
+_pool_nd_doc(
+    MaxPool3DOp, "Max pooling",
+    "%y = graph.max_pool3d %x {kernel = array<i64: 2, 2, 2>, strides = array<i64: 2, 2, 2>} "
+    ": (tensor<1x3x5x6x7xf32>) -> tensor<1x3x2x3x3xf32>",
+)
+@irdl_op_definition
+class DetOp(GraphOp):
+    """Determinant of the square matrices in the last two dims (batched over
+    the leading dims); the kernel uses LU with partial pivoting in f64.
+
+    ```mlir
+    %d = graph.det %x : (tensor<2x3x3xf32>) -> tensor<2xf32>
+    ```
+    """
+
+    name = "graph.det"
+    ATTRS: ClassVar[tuple[str, ...]] = ()
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        _check_element(operand_types[0], "float")
+        shape = list(operand_types[0].get_shape())
+        if len(shape) < 2 or shape[-1] != shape[-2]:
+            raise ShapeError(f"input must be square matrices [..., M, M], got shape {shape}")
+        return [tensor_type(shape[:-2], operand_types[0].element_type)]
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        return [_contiguous(np.linalg.det(x.astype(np.float64))).astype(x.dtype)]
+
+
+_pool_nd_doc(
+    AvgPool3DOp, "Average pooling (``count_include_pad`` counts padded zeros, never the ceil-mode overhang)",
+    "%y = graph.avg_pool3d %x {kernel = array<i64: 3, 3, 3>, padding = array<i64: 1, 1, 1, 1, 1, 1>} "
+    ": (tensor<1x3x5x6x7xf32>) -> tensor<1x3x5x6x7xf32>",
+)
+
+
+# ---------------------------------------------------------------------------
+# spatial sampling and signal ops: grid_sample, col2im, dft (spatial work)
+# ---------------------------------------------------------------------------
+
+
+_GRID_MODES = ("linear", "nearest", "cubic")
+_GRID_PADDINGS = ("zeros", "border", "reflection")
+
+
+def _spatial_choice(attrs: Attrs, name: str, default: str, choices: Sequence[str]) -> str:
+    value = attrs.str(name, default)
+    if value not in choices:
+        raise ShapeError(f"{name} must be one of {', '.join(choices)}, got {value}")
+    return value
+
+
+@irdl_op_definition
+class GridSampleOp(GraphOp):
+    """Sample ``x`` (N x C x D1..Dr, r = 1..3) at the normalized coordinates of
+    ``grid`` (N x O1..Or x r, values in [-1, 1], innermost coordinate first: x,
+    then y, then z), as ONNX GridSample. ``mode``: linear (default) | nearest |
+    cubic; ``padding_mode``: zeros (default) | border | reflection;
+    ``align_corners``: -1 and 1 are the centers (true) or outer edges (false)
+    of the corner elements. Result: N x C x O1..Or.
+
+    ```mlir
+    %y = graph.grid_sample %x, %grid {mode = "cubic", padding_mode = "border"} : (tensor<1x3x5x7xf32>, tensor<1x2x4x2xf32>) -> tensor<1x3x2x4xf32>
+    ```
+    """
+
+    name = "graph.grid_sample"
+    ATTRS: ClassVar[tuple[str, ...]] = ("mode", "padding_mode", "align_corners")
+    x = operand_def(TensorType)
+    grid = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        x_t, grid_t = operand_types
+        _check_element(x_t, "float", "x")
+        _check_element(grid_t, "float", "grid")
+        xs, gs = list(x_t.get_shape()), list(grid_t.get_shape())
+        if not 3 <= len(xs) <= 5:
+            raise ShapeError(f"x must be N x C x D1..Dr with 1 <= r <= 3, got rank {len(xs)}")
+        r = len(xs) - 2
+        if len(gs) != r + 2 or gs[-1] != r:
+            raise ShapeError(f"grid must be N x O1..O{r} x {r} for a {r}-D x, got {gs}")
+        if gs[0] != xs[0]:
+            raise ShapeError(f"grid batch {gs[0]} differs from x batch {xs[0]}")
+        if min(xs[2:]) < 1:
+            raise ShapeError(f"spatial dims of x must be >= 1, got {xs[2:]}")
+        _spatial_choice(attrs, "mode", "linear", _GRID_MODES)
+        _spatial_choice(attrs, "padding_mode", "zeros", _GRID_PADDINGS)
+        return [tensor_type(xs[:2] + gs[1:-1], x_t.element_type)]
+
+    def reference(self, x, grid):
+        a = self.attrs
+        return [grid_sample_reference(
+            x, grid, a.str("mode", "linear"), a.str("padding_mode", "zeros"),
+            a.bool("align_corners"))]
+
+
+def grid_reflect(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """Reflect ``v`` at the borders ``lo``/``hi`` until inside (ONNX's _gs_reflect)."""
+    span = hi - lo
+    if span <= 0:
+        return np.full_like(v, lo)
+    below = v < lo
+    dist = np.where(below, lo - v, v - hi)
+    flips = np.floor(dist / span)
+    rest = dist - flips * span
+    even = np.fmod(flips, 2) == 0
+    low_side = np.where(below, even, ~even)  # ends at lo + rest, else at hi - rest
+    reflected = np.where(low_side, lo + rest, hi - rest)
+    return np.where((v < lo) | (v > hi), reflected, v)
+
+
+def grid_cubic_weights(t: np.ndarray) -> list[np.ndarray]:
+    """Keys cubic weights (alpha = -0.75) of the taps at -1, 0, 1, 2 for a fraction t."""
+    A = -0.75
+    w0 = ((A * (t + 1) - 5 * A) * (t + 1) + 8 * A) * (t + 1) - 4 * A
+    w1 = ((A + 2) * t - (A + 3)) * t * t + 1
+    w2 = ((A + 2) * (1 - t) - (A + 3)) * (1 - t) * (1 - t) + 1
+    w3 = ((A * (2 - t) - 5 * A) * (2 - t) + 8 * A) * (2 - t) - 4 * A
+    return [w0, w1, w2, w3]
+
+
+def grid_sample_reference(x, grid, mode: str, padding: str, align_corners: bool) -> np.ndarray:
+    """ONNX GridSample in f64 (numpy, vectorized over the output)."""
+    import itertools
+
+    dims = x.shape[2:]
+    r = len(dims)
+    g = grid.astype(np.float64)
+    taps_per_dim = []  # per spatial dim: list of (index array, weight array, valid array)
+    for i, d in enumerate(dims):
+        n = g[..., r - 1 - i]
+        c = (n + 1) / 2 * (d - 1) if align_corners else ((n + 1) * d - 1) / 2
+        lo, hi = (0.0, d - 1.0) if align_corners else (-0.5, d - 0.5)
+        if mode == "nearest":
+            c = np.rint(c)
+        outside = (c < lo) | (c > hi)
+        if padding == "border":
+            c = np.where(outside, np.clip(c, 0, d - 1), c)
+        elif padding == "reflection":
+            c = grid_reflect(c, lo, hi)
+        c = np.clip(c, -8.0, d + 8.0)  # far outside: every tap is padding anyway
+        base = np.floor(c)
+        t = c - base
+        if mode == "nearest":
+            offsets, weights = [0], [np.ones_like(c)]
+        elif mode == "linear":
+            offsets, weights = [0, 1], [1 - t, t]
+        else:
+            offsets, weights = [-1, 0, 1, 2], grid_cubic_weights(t)
+        taps = []
+        for off, w in zip(offsets, weights):
+            idx = base + off
+            if padding == "reflection":
+                idx = np.trunc(grid_reflect(idx, lo, hi))
+            valid = (idx >= 0) & (idx <= d - 1)
+            idx = np.clip(idx, 0, d - 1).astype(np.int64)
+            taps.append((idx, w, valid))
+        taps_per_dim.append(taps)
+    batch = np.arange(x.shape[0]).reshape((-1,) + (1,) * r)
+    out = np.zeros((x.shape[0],) + g.shape[1:-1] + (x.shape[1],), np.float64)
+    xt = np.moveaxis(x, 1, -1).astype(np.float64)  # N x D.. x C
+    for combo in itertools.product(*taps_per_dim):
+        weight = np.ones(g.shape[:-1])
+        valid = np.ones(g.shape[:-1], bool)
+        for _, w, v in combo:
+            weight = weight * w
+            valid = valid & v
+        values = xt[(batch,) + tuple(idx for idx, _, _ in combo)]
+        if padding == "zeros":
+            values = np.where(valid[..., None], values, 0.0)
+        out += values * weight[..., None]
+    return np.moveaxis(out, -1, 1).astype(x.dtype)
+
+
+@irdl_op_definition
+class DftOp(GraphOp):
+    """Discrete Fourier transform of length ``length`` along ``axis`` (not the
+    last dim) of a signal whose last dim is 1 (real) or 2 (real, imaginary),
+    as ONNX DFT: input samples beyond ``length`` are dropped, missing ones are
+    zero. ``inverse``: the inverse transform (scaled by 1/length);
+    ``onesided``: forward keeps bins 0..length/2, inverse reads them as a
+    Hermitian half spectrum and returns a real signal (last dim 1).
+
+    ```mlir
+    %y = graph.dft %x {axis = 1 : i64, length = 7 : i64, onesided = true} : (tensor<2x5x1xf32>) -> tensor<2x4x2xf32>
+    ```
+    """
+
+    name = "graph.dft"
+    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "length", "inverse", "onesided")
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        x_t = operand_types[0]
+        _check_element(x_t, "float", "x")
+        shape = list(x_t.get_shape())
+        if len(shape) < 2 or shape[-1] not in (1, 2):
+            raise ShapeError(f"x must have rank >= 2 and a last dim of 1 (real) or 2 (complex), got {shape}")
+        axis = normalize_axis(attrs.int("axis"), len(shape))
+        if axis == len(shape) - 1:
+            raise ShapeError("axis must not be the last dim (it holds real/imaginary parts)")
+        length = attrs.int("length")
+        if length < 1:
+            raise ShapeError(f"length must be >= 1, got {length}")
+        inverse, onesided = attrs.bool("inverse"), attrs.bool("onesided")
+        shape[axis] = length // 2 + 1 if onesided and not inverse else length
+        shape[-1] = 1 if inverse and onesided else 2
+        return [tensor_type(shape, x_t.element_type)]
+
+    def reference(self, x):
+        a = self.attrs
+        axis = normalize_axis(a.int("axis"), x.ndim)
+        length, inverse, onesided = a.int("length"), a.bool("inverse"), a.bool("onesided")
+        signal = x[..., 0].astype(np.float64)
+        if x.shape[-1] == 2:
+            signal = signal + 1j * x[..., 1]
+        if inverse and onesided:
+            out = np.fft.irfft(signal, n=length, axis=axis)[..., None]
+        else:
+            out = (np.fft.ifft if inverse else np.fft.fft)(signal, n=length, axis=axis)
+            if onesided:
+                out = np.take(out, np.arange(length // 2 + 1), axis=axis)
+            out = np.stack([out.real, out.imag], axis=-1)
+        return [out.astype(x.dtype)]
+
+
+def _spatial_extents(what: str, values: Sequence[int], r: int, lowest: int) -> None:
+    if len(values) != r or min(values, default=lowest) < lowest:
+        raise ShapeError(f"{what} must have {r} values >= {lowest}, got {list(values)}")
+
+
+def col2im_blocks(image, block, strides, dilations, pads) -> list[int]:
+    """Sliding-block positions per spatial dim (ONNX Col2Im / torch fold)."""
+    r = len(image)
+    return [
+        (image[i] + pads[i] + pads[i + r] - (dilations[i] * (block[i] - 1) + 1)) // strides[i] + 1
+        for i in range(r)
+    ]
+
+
+@irdl_op_definition
+class Col2ImOp(GraphOp):
+    """Rearrange column blocks into an image, summing overlaps (ONNX Col2Im,
+    torch ``fold``): x is N x (C * prod(block_shape)) x L with L the number of
+    sliding-block positions; the result is N x C x image_shape. ``pads`` is
+    [begin..., end...] per spatial dim.
+
+    ```mlir
+    %y = graph.col2im %x {image_shape = array<i64: 5, 4>, block_shape = array<i64: 2, 3>, strides = array<i64: 1, 1>, dilations = array<i64: 1, 1>, pads = array<i64: 0, 1, 0, 1>} : (tensor<2x18x16xf32>) -> tensor<2x3x5x4xf32>
+    ```
+    """
+
+    name = "graph.col2im"
+    ATTRS: ClassVar[tuple[str, ...]] = ("image_shape", "block_shape", "strides", "dilations", "pads")
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        x_t = operand_types[0]
+        _check_element(x_t, "numeric", "x")
+        shape = list(x_t.get_shape())
+        if len(shape) != 3:
+            raise ShapeError(f"x must be N x (C*prod(block_shape)) x L, got rank {len(shape)}")
+        image, block = attrs.ints("image_shape"), attrs.ints("block_shape")
+        r = len(image)
+        _spatial_extents("image_shape", image, r, 1)
+        _spatial_extents("block_shape", block, r, 1)
+        strides, dilations = attrs.ints("strides", [1] * r), attrs.ints("dilations", [1] * r)
+        pads = attrs.ints("pads", [0] * (2 * r))
+        _spatial_extents("strides", strides, r, 1)
+        _spatial_extents("dilations", dilations, r, 1)
+        _spatial_extents("pads", pads, 2 * r, 0)
+        blocks = col2im_blocks(image, block, strides, dilations, pads)
+        if min(blocks) < 1:
+            raise ShapeError(f"block_shape {list(block)} does not fit the padded image {list(image)}")
+        per_channel = math.prod(block)
+        if shape[1] % per_channel:
+            raise ShapeError(f"x dim 1 ({shape[1]}) is not a multiple of prod(block_shape) = {per_channel}")
+        if shape[2] != math.prod(blocks):
+            raise ShapeError(f"x dim 2 ({shape[2]}) must equal the number of block positions {math.prod(blocks)} ({blocks})")
+        return [tensor_type([shape[0], shape[1] // per_channel, *image], x_t.element_type)]
+
+    def reference(self, x):
+        import itertools
+
+        a = self.attrs
+        image, block = a.ints("image_shape"), a.ints("block_shape")
+        r = len(image)
+        strides, dilations = a.ints("strides", [1] * r), a.ints("dilations", [1] * r)
+        pads = a.ints("pads", [0] * (2 * r))
+        blocks = col2im_blocks(image, block, strides, dilations, pads)
+        n, c = x.shape[0], x.shape[1] // math.prod(block)
+        padded = [image[i] + pads[i] + pads[i + r] for i in range(r)]
+        out = np.zeros([n, c, *padded], x.dtype)
+        cols = x.reshape(n, c, *block, *blocks)
+        for b in itertools.product(*[range(k) for k in block]):
+            window = tuple(
+                slice(b[i] * dilations[i], b[i] * dilations[i] + strides[i] * (blocks[i] - 1) + 1, strides[i])
+                for i in range(r)
+            )
+            out[(slice(None), slice(None)) + window] += cols[(slice(None), slice(None)) + b]
+        crop = tuple(slice(pads[i], pads[i] + image[i]) for i in range(r))
+        return [_contiguous(out[(slice(None), slice(None)) + crop])]
+
+
+@irdl_op_definition
+class RoiAlignOp(GraphOp):
+    """Region-of-interest align (ONNX RoiAlign): for each roi [x1, y1, x2, y2]
+    (rois: R x 4, scaled by ``spatial_scale``) on image ``batch_indices[r]`` of
+    x (N x C x H x W), an ``output_height`` x ``output_width`` grid of bins,
+    each the average (``mode`` = avg) or max (max) of bilinear samples on a
+    ``sampling_ratio`` x ``sampling_ratio`` grid. ``sampling_ratio`` = 0 means
+    ceil(roi size / bins) samples per bin, computed per roi and capped at
+    ``max_samples`` (a static loop bound; the frontend derives it from known rois).
+    ``coordinate_transformation_mode``: half_pixel (default) shifts by -0.5;
+    output_half_pixel does not and makes rois at least 1 x 1. Result: R x C x
+    output_height x output_width.
+
+    ```mlir
+    %y = graph.roi_align %x, %rois, %ids {output_height = 2 : i64, output_width = 3 : i64, sampling_ratio = 2 : i64, mode = "max"} : (tensor<2x3x7x5xf32>, tensor<4x4xf32>, tensor<4xi64>) -> tensor<4x3x2x3xf32>
+    ```
+    """
+
+    name = "graph.roi_align"
+    ATTRS: ClassVar[tuple[str, ...]] = (
+        "mode", "output_height", "output_width", "sampling_ratio", "max_samples",
+        "spatial_scale", "coordinate_transformation_mode")
+    x = operand_def(TensorType)
+    rois = operand_def(TensorType)
+    batch_indices = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 3)
+        x_t, rois_t, ids_t = operand_types
+        _check_element(x_t, "float", "x")
+        _check_element(rois_t, "float", "rois")
+        _check_element(ids_t, "int", "batch_indices")
+        _same_element([x_t, rois_t])
+        xs, rs, ids = x_t.get_shape(), rois_t.get_shape(), ids_t.get_shape()
+        if len(xs) != 4:
+            raise ShapeError(f"x must be N x C x H x W, got rank {len(xs)}")
+        if len(rs) != 2 or rs[1] != 4:
+            raise ShapeError(f"rois must be R x 4, got {list(rs)}")
+        if list(ids) != [rs[0]]:
+            raise ShapeError(f"batch_indices must have shape [{rs[0]}] (one per roi), got {list(ids)}")
+        oh, ow = attrs.int("output_height", 1), attrs.int("output_width", 1)
+        if oh < 1 or ow < 1:
+            raise ShapeError(f"output_height and output_width must be >= 1, got {oh}, {ow}")
+        ratio = attrs.int("sampling_ratio", 0)
+        if ratio < 0:
+            raise ShapeError(f"sampling_ratio must be >= 0, got {ratio}")
+        if ratio == 0 and attrs.int("max_samples", 0) < 1:
+            raise ShapeError("sampling_ratio = 0 (adaptive) needs max_samples >= 1 (the static loop bound)")
+        _spatial_choice(attrs, "mode", "avg", ("avg", "max"))
+        _spatial_choice(attrs, "coordinate_transformation_mode", "half_pixel", ("half_pixel", "output_half_pixel"))
+        return [tensor_type([rs[0], xs[1], oh, ow], x_t.element_type)]
+
+    def reference(self, x, rois, batch_indices):
+        a = self.attrs
+        oh, ow = a.int("output_height", 1), a.int("output_width", 1)
+        out = np.zeros((rois.shape[0], x.shape[1], oh, ow), np.float64)
+        for r in range(rois.shape[0]):
+            (ys, yw), (xs, xw), count = roi_align_samples(
+                rois[r], x.shape[2], x.shape[3], oh, ow, a.float("spatial_scale", 1.0),
+                a.int("sampling_ratio", 0), a.int("max_samples", 0),
+                a.str("coordinate_transformation_mode", "half_pixel") == "half_pixel")
+            image = x[int(batch_indices[r])].astype(np.float64)  # C x H x W
+            # terms[c, ph, pw, iy, ix, corner]
+            terms = np.stack([
+                image[:, ys[a_][:, :, None, None], xs[b_][None, None, :, :]]
+                * (yw[a_][:, :, None, None] * xw[b_][None, None, :, :])
+                for a_ in (0, 1) for b_ in (0, 1)], axis=-1)
+            terms = terms.transpose(0, 1, 3, 2, 4, 5)  # c, ph, pw, iy, ix, corner
+            if terms.size == 0:  # adaptive sampling with an empty roi: no samples
+                out[r] = 0.0
+            elif a.str("mode", "avg") == "avg":
+                out[r] = terms.sum(axis=(3, 4, 5)) / count
+            else:
+                out[r] = terms.max(axis=5).max(axis=(3, 4))
+        return [out.astype(x.dtype)]
+
+
+def roi_align_samples(roi, height, width, oh, ow, scale, ratio, max_samples, half_pixel):
+    """Per axis: (low/high indices, low/high weights) of every sample as
+    [bins, samples] arrays, and the sample count of a bin (ONNX RoiAlign)."""
+    # Coordinates are computed in the rois' precision, step by step as
+    # onnxruntime does: samples on a bin edge then agree with it exactly.
+    dt = roi.dtype.type
+    offset = dt(0.5 if half_pixel else 0.0)
+    x1, y1, x2, y2 = (dt(v) * dt(scale) - offset for v in roi)
+    axes = []
+    grids = []
+    for start, end, bins, extent in ((y1, y2, oh, height), (x1, x2, ow, width)):
+        size = dt(end - start)
+        if not half_pixel:
+            size = max(size, dt(1.0))
+        bin_size = dt(size / dt(bins))
+        grid = ratio if ratio > 0 else min(max(int(np.ceil(bin_size)), 0), max_samples)
+        grids.append(grid)
+        i = np.arange(bins, dtype=dt)[:, None]
+        s = np.arange(max(grid, 0), dtype=dt)[None, :]
+        pos = start + i * bin_size + (s + dt(0.5)) * bin_size / dt(max(grid, 1))
+        outside = (pos < -1.0) | (pos > extent)
+        pos = np.maximum(pos, 0.0)
+        low = np.floor(pos).astype(np.int64)
+        at_end = low >= extent - 1
+        low = np.where(at_end, extent - 1, low)
+        high = np.where(at_end, extent - 1, low + 1)
+        pos = np.where(at_end, low, pos)
+        frac = pos - low
+        axes.append(((low, high), (np.where(outside, 0.0, 1 - frac), np.where(outside, 0.0, frac))))
+    (ylh, yw), (xlh, xw) = axes
+    count = max(grids[0] * grids[1], 1)
+    return (ylh, yw), (xlh, xw), count
+
+
+@irdl_op_definition
+class DeformConv2DOp(GraphOp):
+    """Deformable 2-D convolution (ONNX DeformConv): each kernel tap (i, j) of
+    output (oh, ow) reads x bilinearly (zero outside) at
+    ``(oh*sh - pad_top + i*dh + dy, ow*sw - pad_left + j*dw + dx)``, where
+    (dy, dx) come from ``offset`` (N x offset_groups*KH*KW*2 x OH x OW), and
+    is scaled by the optional ``mask`` (N x offset_groups*KH*KW x OH x OW).
+    Operands: x (N x C x H x W), w (OC x C/groups x KH x KW), offset, then
+    optionally mask (rank 4) and bias (OC, rank 1). ``padding`` is [top, left,
+    bottom, right]. Result: N x OC x OH x OW.
+
+    ```mlir
+    %y = graph.deform_conv2d %x, %w, %off, %b {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x4x5xf32>, tensor<3x2x2x2xf32>, tensor<1x8x5x6xf32>, tensor<3xf32>) -> tensor<1x3x5x6xf32>
+    ```
+    """
+
+    name = "graph.deform_conv2d"
+    ATTRS: ClassVar[tuple[str, ...]] = ("strides", "padding", "dilations", "groups", "offset_groups")
+    args = var_operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, (3, 5))
+        x_t, w_t, off_t = operand_types[:3]
+        for t, what in ((x_t, "x"), (w_t, "w"), (off_t, "offset")):
+            _check_element(t, "float", what)
+        _same_element(operand_types)
+        mask_t, bias_t = deform_conv_extras(operand_types)
+        xs, ws, offs = x_t.get_shape(), w_t.get_shape(), off_t.get_shape()
+        if len(xs) != 4 or len(ws) != 4 or len(offs) != 4:
+            raise ShapeError("x, w and offset must have rank 4 (N x C x H x W, OC x C/groups x KH x KW, N x 2*offset_groups*KH*KW x OH x OW)")
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = deform_conv_window(attrs)
+        groups, ogroups = attrs.int("groups", 1), attrs.int("offset_groups", 1)
+        if groups < 1 or ogroups < 1 or xs[1] % groups or ws[0] % groups or xs[1] % ogroups:
+            raise ShapeError(f"groups {groups} and offset_groups {ogroups} must divide the {xs[1]} input channels (and groups the {ws[0]} output channels)")
+        if ws[1] * groups != xs[1]:
+            raise ShapeError(f"w dim 1 ({ws[1]}) times groups ({groups}) must equal the {xs[1]} input channels")
+        kh, kw = ws[2], ws[3]
+        oh = (xs[2] + pt + pb - ((kh - 1) * dh + 1)) // sh + 1
+        ow = (xs[3] + pl + pr - ((kw - 1) * dw + 1)) // sw + 1
+        if oh < 1 or ow < 1:
+            raise ShapeError(f"the kernel {kh}x{kw} does not fit the padded input {xs[2]}x{xs[3]}")
+        want = [xs[0], 2 * ogroups * kh * kw, oh, ow]
+        if list(offs) != want:
+            raise ShapeError(f"offset must have shape {want}, got {list(offs)}")
+        if mask_t is not None and list(mask_t.get_shape()) != [xs[0], ogroups * kh * kw, oh, ow]:
+            raise ShapeError(f"mask must have shape {[xs[0], ogroups * kh * kw, oh, ow]}, got {list(mask_t.get_shape())}")
+        if bias_t is not None and list(bias_t.get_shape()) != [ws[0]]:
+            raise ShapeError(f"bias must have shape [{ws[0]}], got {list(bias_t.get_shape())}")
+        return [tensor_type([xs[0], ws[0], oh, ow], x_t.element_type)]
+
+    def reference(self, x, w, offset, *extras):
+        (sh, sw), (dh, dw), (pt, pl, _, _) = deform_conv_window(self.attrs)
+        groups, ogroups = self.attrs.int("groups", 1), self.attrs.int("offset_groups", 1)
+        mask_t, bias_t = deform_conv_extras([o.type for o in self.operands])
+        mask = extras[0] if mask_t is not None else None
+        bias = extras[-1] if bias_t is not None else None
+        n, c, h, wd = x.shape
+        oc, cpg, kh, kw = w.shape
+        _, _, oh, ow = offset.shape
+        off = offset.reshape(n, ogroups, kh, kw, 2, oh, ow).astype(np.float64)
+        m = np.ones((n, ogroups, kh, kw, oh, ow)) if mask is None else mask.reshape(n, ogroups, kh, kw, oh, ow)
+        ys = (np.arange(oh) * sh - pt)[None, None, None, None, :, None] + (np.arange(kh) * dh)[None, None, :, None, None, None]
+        xs = (np.arange(ow) * sw - pl)[None, None, None, None, None, :] + (np.arange(kw) * dw)[None, None, None, :, None, None]
+        y = ys + off[:, :, :, :, 0]  # n, og, kh, kw, oh, ow
+        xx = xs + off[:, :, :, :, 1]
+        # bilinear samples of every input channel: cols[n, c, kh, kw, oh, ow]
+        xg = x.astype(np.float64).reshape(n, ogroups, c // ogroups, h, wd)
+        cols = np.zeros((n, ogroups, c // ogroups, kh, kw, oh, ow))
+        y0, x0 = np.floor(y), np.floor(xx)
+        for dy, dx in ((0, 0), (0, 1), (1, 0), (1, 1)):
+            yi, xi = y0 + dy, x0 + dx
+            weight = (1 - np.abs(y - yi)) * (1 - np.abs(xx - xi)) * m
+            valid = (yi >= 0) & (yi < h) & (xi >= 0) & (xi < wd)
+            yc = np.clip(yi, 0, h - 1).astype(np.int64)
+            xc = np.clip(xi, 0, wd - 1).astype(np.int64)
+            b = np.arange(n)[:, None, None, None, None, None]
+            gi = np.arange(ogroups)[None, :, None, None, None, None]
+            vals = xg[b, gi, :, yc, xc]  # n, og, kh, kw, oh, ow, c/og
+            vals = np.moveaxis(vals, -1, 2)
+            cols += np.where(valid[:, :, None], vals, 0.0) * weight[:, :, None]
+        cols = cols.reshape(n, groups, cpg * kh * kw, oh * ow)
+        wg = w.astype(np.float64).reshape(groups, oc // groups, cpg * kh * kw)
+        out = np.einsum("gok,ngkp->ngop", wg, cols).reshape(n, oc, oh, ow)
+        if bias is not None:
+            out = out + bias.reshape(1, oc, 1, 1)
+        return [out.astype(x.dtype)]
+
+
+def deform_conv_extras(types: Types):
+    """(mask type or None, bias type or None) of deform_conv2d's operands 4 and 5."""
+    mask = bias = None
+    for t in types[3:]:
+        if len(t.get_shape()) == 4 and mask is None and bias is None:
+            mask = t
+        elif len(t.get_shape()) == 1 and bias is None:
+            bias = t
+        else:
+            raise ShapeError("operands after offset must be an optional mask (rank 4) then an optional bias (rank 1)")
+    return mask, bias
+
+
+def deform_conv_window(attrs: Attrs):
+    strides = attrs.ints("strides", (1, 1))
+    dilations = attrs.ints("dilations", (1, 1))
+    padding = attrs.ints("padding", (0, 0, 0, 0))
+    if len(strides) != 2 or len(dilations) != 2 or len(padding) != 4:
+        raise ShapeError("strides and dilations need 2 values, padding 4 ([top, left, bottom, right])")
+    if min(strides) < 1 or min(dilations) < 1 or min(padding) < 0:
+        raise ShapeError("strides and dilations must be >= 1 and padding >= 0")
+    return strides, dilations, padding
+
+
+# ---------------------------------------------------------------------------
+# blocked-layout ops (alter-op-layout work)
+# ---------------------------------------------------------------------------
+# Activations in NCHW{b}c ([N, C/b, H, W, b]: b channels contiguous, one
+# vector) and weights in OIHW{i}i{o}o ([O/o, I/i, KH, KW, i, o]). Channel
+# counts that are not a multiple of the block are padded with zero channels
+# (not a smaller block): every conv output keeps one full vector of output
+# channels, and zero weights make the padded channels contribute nothing.
+
+import re as _re
+
+_BLOCKED_DATA = _re.compile(r"NCHW(\d+)c$")
+_BLOCKED_KERNEL = _re.compile(r"OIHW(\d+)i(\d+)o$")
+
+
+def _block_of(layout: str, pattern) -> tuple[int, ...] | None:
+    m = pattern.match(layout)
+    if m is None:
+        return None
+    blocks = tuple(int(g) for g in m.groups())
+    if min(blocks) < 1:
+        raise ShapeError(f"layout {layout}: blocks must be >= 1")
+    return blocks
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@irdl_op_definition
+class LayoutTransformOp(GraphOp):
+    """Re-lay out a 4-D tensor between plain and channel-blocked layouts.
+
+    ``src``/``dst``: NCHW -> NCHW{b}c, NCHW{b}c -> NCHW, or OIHW -> OIHW{i}i{o}o
+    (weights). Channels are zero-padded to a multiple of the block; going
+    back to NCHW, ``channels`` (default: all, padding included) drops the
+    padded ones.
+
+    ```mlir
+    %y = graph.layout_transform %x {src = "NCHW", dst = "NCHW16c"} : (tensor<1x20x5x5xf32>) -> tensor<1x2x5x5x16xf32>
+    ```
+    """
+
+    name = "graph.layout_transform"
+    ATTRS: ClassVar[tuple[str, ...]] = ("src", "dst", "channels")
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        t = operand_types[0]
+        shape = list(t.get_shape())
+        src, dst = attrs.str("src"), attrs.str("dst")
+        if "channels" in attrs and not (_block_of(src, _BLOCKED_DATA) and dst == "NCHW"):
+            raise ShapeError("attribute 'channels' applies only to NCHW{b}c -> NCHW")
+        if src in ("NCHW", "OIHW") and len(shape) != 4:
+            raise ShapeError(f"{src} input must be 4-D, got rank {len(shape)}")
+        if src == "NCHW" and (b := _block_of(dst, _BLOCKED_DATA)):
+            n, c, h, w = shape
+            return [tensor_type([n, _ceil_div(c, b[0]), h, w, b[0]], t.element_type)]
+        if src == "OIHW" and (b := _block_of(dst, _BLOCKED_KERNEL)):
+            o, i, kh, kw = shape
+            ib, ob = b
+            return [tensor_type([_ceil_div(o, ob), _ceil_div(i, ib), kh, kw, ib, ob], t.element_type)]
+        if (b := _block_of(src, _BLOCKED_DATA)) and dst == "NCHW":
+            if len(shape) != 5 or shape[4] != b[0]:
+                raise ShapeError(f"{src} input must be 5-D with a last dim of {b[0]}, got {shape}")
+            n, cb, h, w, _ = shape
+            c = attrs.int("channels", cb * b[0])
+            if not (cb - 1) * b[0] < c <= cb * b[0]:
+                raise ShapeError(f"channels={c} does not fit {cb} blocks of {b[0]}")
+            return [tensor_type([n, c, h, w], t.element_type)]
+        raise ShapeError(
+            f"unsupported layout change {src} -> {dst} (supported: NCHW <-> NCHW{{b}}c, "
+            "OIHW -> OIHW{i}i{o}o)"
+        )
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        src, dst = self.attrs.str("src"), self.attrs.str("dst")
+        out_shape = self.out.type.get_shape()
+        if src == "NCHW":
+            n, cb, h, w, b = out_shape
+            xp = np.zeros((n, cb * b, h, w), x.dtype)
+            xp[:, : x.shape[1]] = x
+            return [_contiguous(xp.reshape(n, cb, b, h, w).transpose(0, 1, 3, 4, 2))]
+        if src == "OIHW":
+            obn, ibn, kh, kw, ib, ob = out_shape
+            wp = np.zeros((obn * ob, ibn * ib, kh, kw), x.dtype)
+            wp[: x.shape[0], : x.shape[1]] = x
+            blocked = wp.reshape(obn, ob, ibn, ib, kh, kw).transpose(0, 2, 4, 5, 3, 1)
+            return [_contiguous(blocked)]
+        n, cb, h, w, b = x.shape
+        plain = x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)
+        return [_contiguous(plain[:, : out_shape[1]])]
+
+
+@irdl_op_definition
+class Conv2DNCHWcOp(GraphOp):
+    """2-D convolution on channel-blocked tensors (groups 1): input
+    ``[N, C/ib, H, W, ib]`` (NCHW{ib}c), weight ``[O/ob, C/ib, KH, KW, ib, ob]``
+    (OIHW{ib}i{ob}o), result ``[N, O/ob, OH, OW, ob]`` (NCHW{ob}c).
+    Attributes as conv2d: ``strides``, ``padding`` [top, left, bottom, right],
+    ``dilations``. Built by ``alter-op-layout``.
+
+    ```mlir
+    %y = graph.conv2d_nchwc %x, %w {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x1x5x5x16xf32>, tensor<2x1x3x3x16x16xf32>) -> tensor<1x2x5x5x16xf32>
+    ```
+    """
+
+    name = "graph.conv2d_nchwc"
+    ATTRS: ClassVar[tuple[str, ...]] = ("strides", "padding", "dilations")
+    x = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        element = _same_element(operand_types)
+        _check_element(operand_types[0], "float")
+        x, w = (list(t.get_shape()) for t in operand_types)
+        if len(x) != 5 or len(w) != 6:
+            raise ShapeError(f"input must be 5-D (NCHW{{b}}c) and weight 6-D (OIHW{{i}}i{{o}}o), got ranks {len(x)} and {len(w)}")
+        n, cb, h, wd, ib = x
+        obn, wcb, kh, kw, wib, ob = w
+        if (wcb, wib) != (cb, ib):
+            raise ShapeError(
+                f"weight input blocks {wcb}x{wib} do not match the input's channel blocks {cb}x{ib}"
+            )
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
+        oh = _conv_out(h, kh, sh, pt + pb, dh, "height")
+        ow = _conv_out(wd, kw, sw, pl + pr, dw, "width")
+        return [tensor_type([n, obn, oh, ow, ob], element)]
+
+    def reference(self, x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+        n, cb, h, wd, ib = x.shape
+        obn, _, kh, kw, _, ob = w.shape
+        plain_x = x.transpose(0, 1, 4, 2, 3).reshape(n, cb * ib, h, wd)
+        plain_w = w.transpose(0, 5, 1, 4, 2, 3).reshape(obn * ob, cb * ib, kh, kw)
+        strides, dil, pads = _window_attrs(self.attrs)
+        out = _conv2d_nchw(plain_x, plain_w, strides, pads, dil, 1)
+        _, _, oh, ow = out.shape
+        return [_contiguous(out.reshape(n, obn, ob, oh, ow).transpose(0, 1, 3, 4, 2))]
 
 
 # ===========================================================================

@@ -21,6 +21,7 @@ shorter and gives identical round trips for all of them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -63,12 +64,12 @@ _NUMPY_OF_FLOAT = {Float16Type: np.float16, Float32Type: np.float32, Float64Type
 
 
 def is_float(t: Attribute) -> bool:
-    # bf16 is excluded: numpy has no bf16, so no reference could check it.
+    """An arithmetic float type (f16/f32/f64); narrow floats are storage-only."""
     return isinstance(t, (Float16Type, Float32Type, Float64Type))
 
 
 def is_int(t: Attribute) -> bool:
-    return isinstance(t, IntegerType) and t.width.data > 1
+    return isinstance(t, IntegerType) and t.width.data > 1 and not is_narrow(t)
 
 
 def is_bool(t: Attribute) -> bool:
@@ -79,8 +80,44 @@ def is_unsigned(t: Attribute) -> bool:
     return isinstance(t, IntegerType) and t.signedness.data == Signedness.UNSIGNED
 
 
+# Narrow element types (bf16, float8/float4/e8m0, 4- and 2-bit integers) are
+# storage-only: graph.cast converts them, data-movement ops copy them, and
+# every other op computes on a wider type (the ONNX importer casts to f32).
+# numpy holds them as ml_dtypes arrays (1 byte per element, 2 for bf16), the
+# same representation onnx.numpy_helper hands over; ml_dtypes is imported
+# lazily so that modules without such types never need it.
+_NARROW_FLOAT_NAMES = {
+    "bf16": "bfloat16",
+    "f8E4M3FN": "float8_e4m3fn",
+    "f8E4M3FNUZ": "float8_e4m3fnuz",
+    "f8E5M2": "float8_e5m2",
+    "f8E5M2FNUZ": "float8_e5m2fnuz",
+    "f8E8M0FNU": "float8_e8m0fnu",
+    "f4E2M1FN": "float4_e2m1fn",
+}
+_NARROW_INT_NAMES = {(4, False): "int4", (4, True): "uint4", (2, False): "int2", (2, True): "uint2"}
+
+
+def is_narrow(t: Attribute) -> bool:
+    """A storage-only element type (see above)."""
+    if isinstance(t, IntegerType):
+        return t.width.data in (2, 4)
+    return str(t) in _NARROW_FLOAT_NAMES
+
+
+def is_narrow_float(t: Attribute) -> bool:
+    return is_narrow(t) and not isinstance(t, IntegerType)
+
+
+def _ml_dtypes():
+    import ml_dtypes
+
+    return ml_dtypes
+
+
 def numpy_dtype(element_type: Attribute) -> np.dtype:
-    """numpy dtype of a builtin element type (i1 -> bool, ui8 -> uint8, ...)."""
+    """numpy dtype of a builtin element type (i1 -> bool, ui8 -> uint8, bf16 ->
+    ml_dtypes.bfloat16, ...)."""
     for cls, dt in _NUMPY_OF_FLOAT.items():
         if isinstance(element_type, cls):
             return np.dtype(dt)
@@ -91,10 +128,30 @@ def numpy_dtype(element_type: Attribute) -> np.dtype:
         if width in (8, 16, 32, 64):
             kind = "u" if is_unsigned(element_type) else "i"
             return np.dtype(f"{kind}{width // 8}")
+        if width in (2, 4):
+            name = _NARROW_INT_NAMES[(width, is_unsigned(element_type))]
+            return np.dtype(getattr(_ml_dtypes(), name))
+    name = _NARROW_FLOAT_NAMES.get(str(element_type))
+    if name is not None:
+        return np.dtype(getattr(_ml_dtypes(), name))
     raise ShapeError(
-        f"element type {element_type} is not supported "
-        "(graph tensors hold f16/f32/f64, i1, or 8/16/32/64-bit integers)"
+        f"element type {element_type} is not supported (graph tensors hold f16/f32/f64, "
+        "i1, 8/16/32/64-bit integers, or the narrow types bf16, f8*, f4E2M1FN, i4/ui4/i2/ui2)"
     )
+
+
+@functools.cache
+def _narrow_types_by_dtype() -> dict[np.dtype, Attribute]:
+    from xdsl.dialects import builtin
+
+    ml = _ml_dtypes()
+    out: dict[np.dtype, Attribute] = {}
+    for type_name, dtype_name in _NARROW_FLOAT_NAMES.items():
+        out[np.dtype(getattr(ml, dtype_name))] = getattr(builtin, type_name)
+    for (width, unsigned), dtype_name in _NARROW_INT_NAMES.items():
+        sign = Signedness.UNSIGNED if unsigned else Signedness.SIGNLESS
+        out[np.dtype(getattr(ml, dtype_name))] = IntegerType(width, sign)
+    return out
 
 
 def element_type_of(dtype: np.dtype | type) -> Attribute:
@@ -102,6 +159,10 @@ def element_type_of(dtype: np.dtype | type) -> Attribute:
     dtype = np.dtype(dtype)
     if dtype == np.bool_:
         return i1
+    if dtype.type.__module__ == "ml_dtypes":
+        narrow = _narrow_types_by_dtype().get(dtype)
+        if narrow is not None:
+            return narrow
     if dtype.kind == "f":
         return {2: Float16Type(), 4: Float32Type(), 8: Float64Type()}[dtype.itemsize]
     if dtype.kind in "iu":
@@ -294,6 +355,11 @@ class GraphOp(IRDLOperation):
     # discardable annotations of passes and always allowed.
     ATTRS: ClassVar[tuple[str, ...] | None] = None
 
+    # Whether the op accepts narrow (storage-only) element types: casts,
+    # constants and ops that only move data. Others are rejected so that no
+    # kernel ever computes on the storage bits.
+    NARROW_TYPES: ClassVar[bool] = False
+
     # -- to be provided by each op -------------------------------------------------
     @classmethod
     def infer(cls, operand_types: Sequence[TensorType], attrs: Attrs) -> list[TensorType]:
@@ -315,6 +381,7 @@ class GraphOp(IRDLOperation):
             cls.check_attribute_names(attrs)
             types = _operand_tensor_types(values)
             result_types = cls.infer(types, Attrs(attrs))
+            cls.check_narrow_types(types, result_types)
         except ShapeError as err:
             raise VerifyException(f"{cls.name}: {err}") from None
         return cls.create(operands=values, result_types=result_types, attributes=attrs)
@@ -332,12 +399,25 @@ class GraphOp(IRDLOperation):
                 known = ", ".join(cls.ATTRS) if cls.ATTRS else "none"
                 raise ShapeError(f"unknown attribute '{name}' (known: {known})")
 
+    @classmethod
+    def check_narrow_types(cls, operand_types, result_types) -> None:
+        if cls.NARROW_TYPES:
+            return
+        for what, types in (("operand", operand_types), ("result", result_types)):
+            for i, t in enumerate(types):
+                if isinstance(t, TensorType) and is_narrow(t.element_type):
+                    raise ShapeError(
+                        f"{what} #{i} has the storage-only element type {t.element_type} "
+                        "(only graph.cast and data-movement ops accept it; compute in f32)"
+                    )
+
     # -- verification --------------------------------------------------------------
     def verify_(self) -> None:
         try:
             self.check_attribute_names(self.attributes)
             types = _operand_tensor_types(self.operands)
             inferred = self.infer(types, self.attrs)
+            self.check_narrow_types(types, inferred)
         except ShapeError as err:
             raise VerifyException(f"{self.name}: {err}") from None
         actual = [r.type for r in self.results]

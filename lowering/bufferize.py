@@ -17,16 +17,48 @@ written to another result is copied into its output by a ``copy`` kernel.
 A fused group (ops marked ``dlc.group`` by ``fuse-ops``, see
 ``lowering/fused.py``) is one kernel call at the place of its last op; its
 inner results get no buffer, and buffers the group reads live until then.
+
+Control flow (graph.if / graph.loop / graph.scan) stays control flow in the
+host function. Each body is bufferized like a function of its own (same code,
+``_BlockEmitter``), inside the scf region, with its own memory plan. An if branch allocates and frees its intermediates inside
+the branch; a loop body's are allocated once before the loop and freed after
+it (no malloc per iteration): every iteration defines them before reading
+them, so nothing flows between iterations except the buffers named below.
+
+* ``graph.if`` -> ``scf.if`` on the loaded condition; each branch writes its
+  yielded values straight into the if's result buffers (as a function writes
+  its outputs).
+* ``graph.loop`` -> ``scf.while`` on ``i < min(M, max_iterations) and cond``
+  (the ONNX rule) with ``i`` as the loop-carried i64. Carried tensors live in
+  the loop's result buffers (the *state*): initialised by a copy before the
+  loop, read by the body, overwritten after each iteration from the buffers
+  the body yielded (the body never writes the state while it reads it). The
+  condition lives in a ``memref<i1>`` and ``i`` is stored into a
+  ``memref<i64>`` the body reads as its iteration argument. Scan elements are
+  written row ``i`` of the stacked result by a row kernel; the stacked buffers
+  are zeroed first, so rows of iterations that did not run are zero (the
+  graph dialect's rule: its scan outputs have the static ``max_iterations``
+  rows).
+* ``graph.scan`` -> ``scf.for`` over the sequence; the row index (``t`` or
+  ``length-1-t`` for reverse directions) is stored into a ``memref<i64>`` that
+  the row kernels read: scan inputs are copied into row buffers before the
+  body, scan elements are written into the stacked results after it.
+
+After an iteration, rows are written before states are overwritten (a body may
+yield an old state as a scan element), and a yielded value that is itself
+another state buffer is copied through a temporary first (a body that swaps
+two carried values).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import IntegerAttr, TensorType, UnitAttr, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects import arith, func, memref, scf
+from xdsl.dialects.builtin import IndexType, IntegerAttr, TensorType, UnitAttr, i1, i64
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from dlc.dialects import graph, tloop
 from dlc.dialects.graph_base import GraphOp
@@ -38,6 +70,335 @@ from dlc.weights import WeightStore
 # (op, kernel name hint) -> kernel symbol (the kernel cache creates or reuses)
 KernelProvider = Callable[[GraphOp, str], str]
 CopyProvider = Callable[[TensorType, str], str]
+# (kind "read_row"|"write_row"|"zero", type, axis, name hint) -> kernel symbol
+HelperProvider = Callable[[str, TensorType, int, str], str]
+
+INDEX = IndexType()
+_REGION_OPS = (graph.IfOp, graph.LoopOp, graph.ScanOp)
+
+
+@dataclass
+class _Context:
+    """What every block of one function shares."""
+
+    fn_name: str
+    store: WeightStore
+    kernel_for: KernelProvider
+    copy_kernel_for: CopyProvider
+    helper_kernel_for: HelperProvider | None
+    reuse_buffers: bool
+
+
+class _BlockEmitter:
+    """Emits the host code of one graph block (a function body or a region body)
+    at the end of ``target`` (before nothing: the caller adds terminators)."""
+
+    def __init__(self, ctx: _Context, target: Block, prefix: str,
+                 hoist_into: _BlockEmitter | None = None):
+        self.ctx = ctx
+        self.target = target
+        self.prefix = prefix
+        # a loop body allocates its buffers in the enclosing block, before the
+        # loop, and the caller frees them after it (see scratch/free_hoisted)
+        self.hoist_into = hoist_into
+        self.hoisted: list[SSAValue] = []
+
+    # -- small emission helpers --------------------------------------------------------
+    def emit(self, op: Operation) -> Operation:
+        self.target.add_op(op)
+        return op
+
+    def value(self, op: Operation) -> SSAValue:
+        return self.emit(op).results[0]
+
+    def copy(self, source: SSAValue, dest: SSAValue, t: TensorType) -> None:
+        if source is dest:
+            return
+        symbol = self.ctx.copy_kernel_for(t, f"{self.ctx.fn_name}_copy")
+        self.emit(func.CallOp(symbol, [source, dest], []))
+
+    def helper(self, kind: str, t: TensorType, axis: int, args: list[SSAValue]) -> None:
+        if self.ctx.helper_kernel_for is None:
+            raise AssertionError("control flow needs the kernel cache's helper kernels")
+        symbol = self.ctx.helper_kernel_for(kind, t, axis, f"{self.ctx.fn_name}_{kind}")
+        self.emit(func.CallOp(symbol, args, []))
+
+    def load_scalar(self, buffer: SSAValue) -> SSAValue:
+        """The one element of a one-element buffer (any rank)."""
+        rank = len(buffer.type.get_shape())
+        zero = [self.value(arith.ConstantOp(IntegerAttr(0, INDEX)))] if rank else []
+        return self.value(memref.LoadOp.get(buffer, zero * rank))
+
+    def alloc(self, t, hint: str) -> SSAValue:
+        buffer = self.value(memref.AllocOp([], [], t))
+        buffer.name_hint = hint
+        return buffer
+
+    def scratch(self, t, hint: str) -> SSAValue:
+        """A buffer used within one run of this block: in a loop body it is
+        allocated once before the loop (no malloc per iteration)."""
+        if self.hoist_into is None:
+            return self.alloc(t, hint)
+        buffer = self.hoist_into.scratch(t, hint)  # out of nested loops too
+        self.hoisted.append(buffer)
+        return buffer
+
+    def release(self, buffer: SSAValue) -> None:
+        """Free a ``scratch`` buffer (hoisted ones are freed by free_hoisted)."""
+        if buffer not in self.hoisted:
+            self.emit(memref.DeallocOp.get(buffer))
+
+    def free_hoisted(self, body: _BlockEmitter) -> None:
+        """After a loop: free what its body hoisted here (unless hoisted further)."""
+        for buffer in body.hoisted:
+            self.release(buffer)
+
+    # -- one block --------------------------------------------------------------------
+    def run(
+        self,
+        graph_block: Block,
+        arg_buffers: list[SSAValue],
+        destinations: list[SSAValue | None],
+        after: Callable[[list[SSAValue]], None] | None = None,
+    ) -> None:
+        """Emit ``graph_block``'s ops. Block arguments live in ``arg_buffers``; the
+        terminator's k-th value goes to ``destinations[k]`` (computed into it
+        directly, or copied), or, where that is None, stays in its own buffer and
+        is handed to ``after`` (which runs before the block's buffers are freed)."""
+        ctx = self.ctx
+        ops = [op for op in graph_block.ops if op is not graph_block.last_op]
+        term = graph_block.last_op
+        assert isinstance(term, (func.ReturnOp, graph.YieldOp))
+        term_values = list(term.operands)
+        n_steps = len(ops)
+        buffer: dict[SSAValue, SSAValue] = dict(zip(graph_block.args, arg_buffers, strict=True))
+
+        # results computed by a kernel write straight into their destination
+        direct_output: dict[SSAValue, SSAValue] = {}
+        copies: list[tuple[SSAValue, SSAValue]] = []  # (graph value, destination)
+        for value, dest in zip(term_values, destinations, strict=True):
+            if dest is None:
+                continue
+            computed = isinstance(value.owner, GraphOp) and not isinstance(
+                value.owner, (graph.ConstantOp, graph.WeightOp)
+            )
+            if computed and value not in direct_output:
+                direct_output[value] = dest
+            else:
+                copies.append((value, dest))
+
+        # a fused group runs at its last op's step; its inner results have no buffer
+        group_of = fused_groups(ops)
+        index_of = {op: i for i, op in enumerate(ops)}
+        step_of = {op: index_of[group_of[op][-1]] if op in group_of else i for i, op in enumerate(ops)}
+        inner = {op for op, members in group_of.items() if op is not members[-1]}
+
+        # lifetimes of intermediates: step of definition .. step of last read
+        intervals = []
+        for i, op in enumerate(ops):
+            if isinstance(op, (graph.ConstantOp, graph.WeightOp)) or op in inner:
+                continue
+            for res in op.results:
+                if res in direct_output:
+                    continue
+                end = i
+                for use in res.uses:
+                    end = max(end, step_of.get(use.operation, n_steps))
+                intervals.append(Interval(res, memref_of(res.type), i, end))
+        memory = plan(intervals, reuse=ctx.reuse_buffers)
+        slots: dict[int, SSAValue] = {}
+
+        for i, op in enumerate(ops):
+            for b in memory.allocs_before(i):
+                slots[b] = self.scratch(memory.buffers[b].type, f"buf{b}")
+            if isinstance(op, (graph.WeightOp, graph.ConstantOp)):
+                if isinstance(op, graph.WeightOp):
+                    name = op.weight_name.data
+                else:
+                    array = op.array()
+                    contiguous = array if array.flags.c_contiguous else array.copy()
+                    name = ctx.store.add(f"{self.prefix}.const{i}", contiguous)
+                w = self.value(tloop.WeightOp(name, memref_of(op.out.type)))
+                w.name_hint = "w_" + re.sub(r"\W", "_", name)
+                buffer[op.out] = w
+            elif op in group_of:
+                if op is group_of[op][-1]:
+                    group = group_of[op]
+                    res = op.results[0]
+                    buffer[res] = direct_output.get(res) or slots[memory.buffer_of[res]]
+                    names = "_".join(member.name.split(".", 1)[1] for member in group)
+                    symbol = ctx.kernel_for(group, f"{self.prefix}_{i}_{names}")
+                    inputs = list(group[0].operands) + group_extras(group)
+                    self.emit(func.CallOp(symbol, [buffer[v] for v in inputs] + [buffer[res]], []))
+            else:
+                for res in op.results:
+                    buffer[res] = direct_output.get(res) or slots[memory.buffer_of[res]]
+                operands = [buffer[v] for v in op.operands]
+                results = [buffer[r] for r in op.results]
+                if isinstance(op, _REGION_OPS):
+                    _CONTROL_FLOW[type(op)](self, op, operands, results, f"{self.prefix}_{i}")
+                else:
+                    symbol = ctx.kernel_for(op, f"{self.prefix}_{i}_{op.name.split('.', 1)[1]}")
+                    self.emit(func.CallOp(symbol, operands + results, []))
+            for b in memory.deallocs_after(i):
+                self.release(slots[b])
+
+        for value, dest in copies:
+            self.copy(buffer[value], dest, value.type)
+        if after is not None:
+            after([buffer[v] for v in term_values])
+        for b in range(len(memory.buffers)):
+            if memory.buffers[b].last >= n_steps:
+                self.release(slots[b])
+
+    # -- region bodies ----------------------------------------------------------------
+    def nested(self, target: Block, prefix: str, loop: bool = False) -> _BlockEmitter:
+        """The emitter of a region body (a loop body hoists its allocations here)."""
+        return _BlockEmitter(self.ctx, target, prefix, self if loop else None)
+
+    def update_states(self, yielded: list[SSAValue], states: list[SSAValue],
+                      types: list[TensorType]) -> None:
+        """states[k] = yielded[k], as if all at once (see the module docstring)."""
+        state_set = set(states)
+        staged: list[tuple[SSAValue, bool]] = []
+        for k, (source, t) in enumerate(zip(yielded, types)):
+            if source in state_set and source is not states[k]:
+                temp = self.scratch(memref_of(t), "staged")
+                self.copy(source, temp, t)
+                staged.append((temp, True))
+            else:
+                staged.append((source, False))
+        for (source, is_temp), dest, t in zip(staged, states, types):
+            self.copy(source, dest, t)
+            if is_temp:
+                self.release(source)
+
+
+# -- graph.if ---------------------------------------------------------------------------
+def _emit_if(em: _BlockEmitter, op: graph.IfOp, operands, results, prefix: str) -> None:
+    cond = em.load_scalar(operands[0])
+    branches = []
+    for region, tag in ((op.then_body, "then"), (op.else_body, "else")):
+        block = Block()
+        em.nested(block, f"{prefix}_{tag}").run(region.blocks.first, operands[1:], list(results))
+        block.add_op(scf.YieldOp())
+        branches.append(Region(block))
+    em.emit(scf.IfOp(cond, [], branches[0], branches[1]))
+
+
+# -- graph.loop -------------------------------------------------------------------------
+def _emit_loop(em: _BlockEmitter, op: graph.LoopOp, operands, results, prefix: str) -> None:
+    carried_n = op.attrs.int("num_carried")
+    bound = op.attrs.int("max_iterations")
+    carried_types = [r.type for r in op.results[:carried_n]]
+    states, stacked = list(results[:carried_n]), list(results[carried_n:])
+    stacked_types = [r.type for r in op.results[carried_n:]]
+    readonly = operands[2 + carried_n:]
+
+    trips = em.load_scalar(operands[0])
+    if trips.type != i64:
+        trips = em.value(arith.ExtSIOp(trips, i64)) if trips.type.width.data < 64 else trips
+    limit_bound = em.value(arith.ConstantOp(IntegerAttr(bound, i64)))
+    limit = em.value(arith.MinSIOp(trips, limit_bound))
+    limit.name_hint = "trips"
+    cond_state = em.scratch(memref_of(TensorType(i1, [])), "cond")
+    em.emit(memref.StoreOp.get(em.load_scalar(operands[1]), cond_state, []))
+    iteration = em.scratch(memref_of(TensorType(i64, [])), "iteration")
+    for init, state, t in zip(operands[2:2 + carried_n], states, carried_types):
+        em.copy(init, state, t)
+    for out, t in zip(stacked, stacked_types):
+        if bound:
+            em.helper("zero", t, 0, [out])
+
+    # run while i < min(M, max_iterations) and cond
+    before = Block(arg_types=[i64])
+    current = memref.LoadOp.get(cond_state, [])
+    in_range = arith.CmpiOp(before.args[0], limit, "slt")
+    go = arith.AndIOp(current, in_range)
+    before.add_ops([current, in_range, go, scf.ConditionOp(go, before.args[0])])
+
+    after = Block(arg_types=[i64])
+    i = after.args[0]
+    i.name_hint = "i"
+    body_em = em.nested(after, f"{prefix}_body", loop=True)
+    body_em.emit(memref.StoreOp.get(i, iteration, []))
+
+    def finish_iteration(yielded: list[SSAValue]) -> None:
+        scans = yielded[1 + carried_n:]
+        for row, out, t in zip(scans, stacked, stacked_types):
+            body_em.helper("write_row", t, 0, [row, iteration, out])
+        body_em.update_states([yielded[0], *yielded[1:1 + carried_n]], [cond_state, *states],
+                              [TensorType(i1, []), *carried_types])
+
+    body = op.body.blocks.first
+    body_em.run(body, [iteration, cond_state, *states, *readonly],
+                [None] * len(body.last_op.operands), finish_iteration)
+    one = body_em.value(arith.ConstantOp(IntegerAttr(1, i64)))
+    body_em.emit(scf.YieldOp(body_em.value(arith.AddiOp(i, one))))
+
+    start = em.value(arith.ConstantOp(IntegerAttr(0, i64)))
+    em.emit(scf.WhileOp([start], [i64], Region(before), Region(after)))
+    em.free_hoisted(body_em)
+    em.release(cond_state)
+    em.release(iteration)
+
+
+# -- graph.scan -------------------------------------------------------------------------
+def _emit_scan(em: _BlockEmitter, op: graph.ScanOp, operands, results, prefix: str) -> None:
+    operand_types = [o.type for o in op.operands]
+    num_out = len(op.results) - op.attrs.int("num_carried")
+    carried_n, n_in, in_axes, in_dirs, out_axes, out_dirs, length = graph.ScanOp.layout(
+        op.attrs, operand_types, num_out)
+    carried_types = operand_types[:carried_n]
+    states, stacked = list(results[:carried_n]), list(results[carried_n:])
+    stacked_types = [r.type for r in op.results[carried_n:]]
+    scan_inputs = operands[carried_n:carried_n + n_in]
+    readonly = operands[carried_n + n_in:]
+    body = op.body.blocks.first
+    row_args = body.args[carried_n:carried_n + n_in]
+    out_axes = [a % len(t.get_shape()) for a, t in zip(out_axes, stacked_types)]
+
+    for init, state, t in zip(operands[:carried_n], states, carried_types):
+        em.copy(init, state, t)
+    index_t = TensorType(i64, [])
+    indices = {d: em.scratch(memref_of(index_t), "reverse_index" if d else "index")
+               for d in sorted({*in_dirs, *out_dirs})}
+    rows = [em.scratch(memref_of(a.type), f"slice{k}") for k, a in enumerate(row_args)]
+
+    block = Block(arg_types=[INDEX])
+    t_index = block.args[0]
+    t_index.name_hint = "t"
+    body_em = em.nested(block, f"{prefix}_body", loop=True)
+    t_value = body_em.value(arith.IndexCastOp(t_index, i64))
+    for reverse, buffer in indices.items():
+        row = t_value
+        if reverse:
+            last = body_em.value(arith.ConstantOp(IntegerAttr(length - 1, i64)))
+            row = body_em.value(arith.SubiOp(last, t_value))
+        body_em.emit(memref.StoreOp.get(row, buffer, []))
+    for x, x_type, axis, reverse, row in zip(scan_inputs, operand_types[carried_n:], in_axes, in_dirs, rows):
+        body_em.helper("read_row", x_type, axis, [x, indices[reverse], row])
+
+    def finish_iteration(yielded: list[SSAValue]) -> None:
+        for value, out, t, axis, reverse in zip(yielded[carried_n:], stacked, stacked_types,
+                                                out_axes, out_dirs):
+            body_em.helper("write_row", t, axis, [value, indices[reverse], out])
+        body_em.update_states(yielded[:carried_n], states, carried_types)
+
+    body_em.run(body, [*states, *rows, *readonly], [None] * len(body.last_op.operands),
+                finish_iteration)
+    body_em.emit(scf.YieldOp())
+
+    lower = em.value(arith.ConstantOp(IntegerAttr(0, INDEX)))
+    upper = em.value(arith.ConstantOp(IntegerAttr(length, INDEX)))
+    step = em.value(arith.ConstantOp(IntegerAttr(1, INDEX)))
+    em.emit(scf.ForOp(lower, upper, step, [], block))
+    em.free_hoisted(body_em)
+    for buffer in [*indices.values(), *rows]:
+        em.release(buffer)
+
+
+_CONTROL_FLOW = {graph.IfOp: _emit_if, graph.LoopOp: _emit_loop, graph.ScanOp: _emit_scan}
 
 
 def bufferize_function(
@@ -46,14 +407,13 @@ def bufferize_function(
     kernel_for: KernelProvider,
     copy_kernel_for: CopyProvider,
     reuse_buffers: bool = True,
+    helper_kernel_for: HelperProvider | None = None,
 ) -> func.FuncOp:
     """Build the host function of graph function ``fn`` (``fn`` is not changed)."""
     fn_name = fn.sym_name.data
     graph_block = fn.body.block
-    ops = [op for op in graph_block.ops if not isinstance(op, func.ReturnOp)]
     ret = graph_block.last_op
     assert isinstance(ret, func.ReturnOp)
-    n_steps = len(ops)
 
     in_types = [memref_of(a.type) for a in graph_block.args]
     out_types = [memref_of(v.type) for v in ret.operands]
@@ -67,86 +427,7 @@ def bufferize_function(
     for k, out in enumerate(outputs):
         out.name_hint = f"result{k}"
 
-    buffer: dict[SSAValue, SSAValue] = dict(zip(graph_block.args, block.args))
-
-    # results computed by a kernel write straight into their output argument
-    direct_output: dict[SSAValue, SSAValue] = {}
-    copies: list[tuple[SSAValue, SSAValue]] = []  # (graph value, output arg)
-    for value, out in zip(ret.operands, outputs):
-        computed = isinstance(value.owner, GraphOp) and not isinstance(
-            value.owner, (graph.ConstantOp, graph.WeightOp)
-        )
-        if computed and value not in direct_output:
-            direct_output[value] = out
-        else:
-            copies.append((value, out))
-
-    # a fused group runs at its last op's step; its inner results have no buffer
-    group_of = fused_groups(ops)
-    index_of = {op: i for i, op in enumerate(ops)}
-    step_of = {op: index_of[group_of[op][-1]] if op in group_of else i for i, op in enumerate(ops)}
-    inner = {op for op, members in group_of.items() if op is not members[-1]}
-
-    # lifetimes of intermediates: step of definition .. step of last read
-    intervals = []
-    for i, op in enumerate(ops):
-        if isinstance(op, (graph.ConstantOp, graph.WeightOp)) or op in inner:
-            continue
-        for res in op.results:
-            if res in direct_output:
-                continue
-            end = i
-            for use in res.uses:
-                user = use.operation
-                end = max(end, step_of.get(user, n_steps))
-            intervals.append(Interval(res, memref_of(res.type), i, end))
-    memory = plan(intervals, reuse=reuse_buffers)
-    slots: dict[int, SSAValue] = {}
-
-    def emit(op: Operation) -> Operation:
-        block.add_op(op)
-        return op
-
-    for i, op in enumerate(ops):
-        for b in memory.allocs_before(i):
-            alloc = emit(memref.AllocOp([], [], memory.buffers[b].type))
-            alloc.results[0].name_hint = f"buf{b}"
-            slots[b] = alloc.results[0]
-        if isinstance(op, (graph.WeightOp, graph.ConstantOp)):
-            if isinstance(op, graph.WeightOp):
-                name = op.weight_name.data
-            else:
-                array = op.array()
-                contiguous = array if array.flags.c_contiguous else array.copy()
-                name = store.add(f"{fn_name}.const{i}", contiguous)
-            w = emit(tloop.WeightOp(name, memref_of(op.out.type)))
-            w.results[0].name_hint = "w_" + re.sub(r"\W", "_", name)
-            buffer[op.out] = w.results[0]
-        elif op in group_of:
-            if op is group_of[op][-1]:
-                group = group_of[op]
-                res = op.results[0]
-                buffer[res] = direct_output.get(res) or slots[memory.buffer_of[res]]
-                names = "_".join(member.name.split(".", 1)[1] for member in group)
-                symbol = kernel_for(group, f"{fn_name}_{i}_{names}")
-                inputs = list(group[0].operands) + group_extras(group)
-                emit(func.CallOp(symbol, [buffer[v] for v in inputs] + [buffer[res]], []))
-        else:
-            for res in op.results:
-                buffer[res] = direct_output.get(res) or slots[memory.buffer_of[res]]
-            symbol = kernel_for(op, f"{fn_name}_{i}_{op.name.split('.', 1)[1]}")
-            args = [buffer[v] for v in op.operands] + [buffer[r] for r in op.results]
-            emit(func.CallOp(symbol, args, []))
-        for b in memory.deallocs_after(i):
-            emit(memref.DeallocOp.get(slots[b]))
-
-    for value, out in copies:
-        source = buffer[value]
-        symbol = copy_kernel_for(value.type, f"{fn_name}_copy")
-        emit(func.CallOp(symbol, [source, out], []))
-    for b in range(len(memory.buffers)):
-        if memory.buffers[b].last >= n_steps:
-            emit(memref.DeallocOp.get(slots[b]))
-    emit(func.ReturnOp())
+    ctx = _Context(fn_name, store, kernel_for, copy_kernel_for, helper_kernel_for, reuse_buffers)
+    _BlockEmitter(ctx, block, fn_name).run(graph_block, list(block.args[:len(in_types)]), outputs)
+    block.add_op(func.ReturnOp())
     return host
-

@@ -265,7 +265,7 @@ def ensure_gpu_lowered(module: ModuleOp) -> ModuleOp:
     ]
     if graph_funcs:
         from dlc.context import make_context
-        from dlc.driver import GRAPH_PASSES
+        from dlc.driver import GPU_GRAPH_PASSES as GRAPH_PASSES  # unrolls control flow
         from dlc.lowering.lower_to_loops import lower_module
         from dlc.passes import PASSES
 

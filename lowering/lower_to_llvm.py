@@ -3,8 +3,9 @@
 Input contract (see dialects/tloop.py and the lowering docs): `func.func`s over
 static-shape memrefs with `tloop.for` nests, `scf.if`, `arith`, `math`,
 `memref.load/store/alloca` (kernels, ``tloop.kernel``) and host functions
-(``tloop.host``) with `tloop.weight`, `memref.alloc/dealloc/view` and
-`func.call`.
+(``tloop.host``) with `tloop.weight`, `memref.alloc/dealloc/view`,
+`func.call` and the control flow of graph.if/loop/scan (`scf.if`, `scf.for`,
+`scf.while` around kernel calls, conditions loaded from `memref<i1>`).
 
 Why our own: xDSL 0.75 has no arith/math/func/cf/index -> llvm conversions and
 no memref.alloc lowering; its memref-to-ptr route addresses through
@@ -356,6 +357,9 @@ class _FunctionLowering:
                 hints.pop(LOOP_ATTR)
             else:
                 hints[VECTOR_WIDTH_ATTR] = IntegerAttr(_vector_width(op), i64)
+                if "dlc.whole_vector" in op.attributes:  # the loop is one vector (defaults_nchwc.py)
+                    hints[VECTOR_WIDTH_ATTR] = IntegerAttr(op.trip_count, i64)
+                    hints[LOOP_ATTR] = StringAttr("vectorized-whole")
         start = self.const(op.lower, i64)
         self.serial_loop(start, self.const(op.upper, i64), op.stride, hints,
                          lambda iv: self.loop_body(op, iv))
@@ -776,6 +780,58 @@ def _if(lo, op):
     lo.region.add_block(merge)
     lo.block = merge
     for result, arg in zip(op.results, merge.args):
+        lo.values[result] = arg
+
+
+@_handles("scf.for")
+def _scf_for(lo, op):
+    """Host-level loop of graph.scan (lowering/bufferize.py): header block with the
+    induction variable and iteration values as block arguments."""
+    lower, upper, step = (lo.v(o) for o in op.operands[:3])
+    inits = [lo.v(o) for o in op.operands[3:]]
+    body = op.regions[0].block
+    header = lo.new_block(tuple(llvm_type(a.type) for a in body.args))
+    body_block, exit_block = lo.new_block(), Block()
+    lo.emit(llvm.BrOp(header, lower, *inits))
+    lo.block = header
+    lo.emit(llvm.CondBrOp(lo.icmp("slt", header.args[0], upper), body_block, [], exit_block, []))
+    lo.block = body_block
+    for old, new in zip(body.args, header.args):
+        lo.values[old] = new
+    yielded = lo.lower_ops(body)
+    lo.emit(llvm.BrOp(header, lo.emit(llvm.AddOp(header.args[0], step)), *yielded))
+    lo.region.add_block(exit_block)
+    lo.block = exit_block
+    for result, arg in zip(op.results, header.args[1:]):
+        lo.values[result] = arg
+
+
+@_handles("scf.while")
+def _scf_while(lo, op):
+    """Host-level loop of graph.loop: ``before`` computes the condition
+    (scf.condition), ``after`` is the body; both take block arguments."""
+    before, after = op.regions[0].block, op.regions[1].block
+    header = lo.new_block(tuple(llvm_type(a.type) for a in before.args))
+    lo.emit(llvm.BrOp(header, *(lo.v(o) for o in op.operands)))
+    lo.block = header
+    for old, new in zip(before.args, header.args):
+        lo.values[old] = new
+    condition = before.last_op
+    for inner in before.ops:
+        if inner is not condition:
+            lo.lower_op(inner)
+    forwarded = [lo.v(o) for o in condition.operands[1:]]
+    body_block = lo.new_block(tuple(llvm_type(a.type) for a in after.args))
+    exit_block = Block(arg_types=tuple(llvm_type(r.type) for r in op.results))
+    lo.emit(llvm.CondBrOp(lo.v(condition.operands[0]), body_block, forwarded, exit_block, forwarded))
+    lo.block = body_block
+    for old, new in zip(after.args, body_block.args):
+        lo.values[old] = new
+    yielded = lo.lower_ops(after)
+    lo.emit(llvm.BrOp(header, *yielded))
+    lo.region.add_block(exit_block)
+    lo.block = exit_block
+    for result, arg in zip(op.results, exit_block.args):
         lo.values[result] = arg
 
 

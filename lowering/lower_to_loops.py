@@ -13,6 +13,9 @@ batch_norm, layer_norm...) must be rewritten by ``legalize`` first; the pass
 stops with one line naming the op. Composite ops that do have a kernel
 (softmax, global pools, squeeze...) lower directly, so running legalize or not
 gives the same results.
+graph.if / graph.loop / graph.scan stay control flow: scf.if / scf.while /
+scf.for in the host function around the kernel calls of their bodies (see
+``lowering/bufferize.py``); ``expand-control-flow`` (unrolling) is optional.
 IR is built directly with xDSL constructors (no text parsing), so a ~200-op
 model lowers in well under a second.
 """
@@ -27,10 +30,11 @@ from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, TensorType
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from dlc.dialects.graph import is_composite
+from dlc.dialects.graph import IfOp, LoopOp, ScanOp, YieldOp, is_composite
 from dlc.dialects.graph_base import GraphOp
 from dlc.lowering.bufferize import bufferize_function
 from dlc.lowering.kernels import generator_for
+from dlc.lowering.kernels.control_flow import read_row_kernel, write_row_kernel, zero_kernel
 from dlc.lowering.kernels.movement import copy_kernel
 import dlc.frontends.te.custom_kernel  # noqa: F401,E402  (registers the graph.custom kernel)
 from dlc.tools.diagnostics import OpError
@@ -65,17 +69,24 @@ def describe_place(op: Operation) -> str:
 def check_lowerable(fn: func.FuncOp) -> None:
     if len(fn.body.blocks) != 1:
         raise LoweringError(fn, "expected a single-block function")
-    for op in fn.body.block.ops:
-        if isinstance(op, func.ReturnOp):
+    _check_block(fn.body.block)
+
+
+def _check_block(block) -> None:
+    """Every op of ``block`` (and of the bodies of its region ops) has a kernel."""
+    for op in block.ops:
+        if isinstance(op, (func.ReturnOp, YieldOp)):
             continue
         if not isinstance(op, GraphOp):
             raise LoweringError(op, f"'{op.name}' is not a graph op and cannot be lowered")
+        if isinstance(op, (IfOp, LoopOp, ScanOp)):  # host-level control flow
+            for region in op.regions:
+                _check_block(region.blocks.first)
+            continue
         if op.name in ("graph.constant", "graph.weight") or generator_for(op.name) is not None:
             continue  # composite ops with a kernel (softmax...) lower directly too
         if is_composite(type(op)):
             raise LoweringError(op, f"'{op.name}' is a composite op: run legalize first")
-        if getattr(type(op), "CONTROL_FLOW", False):
-            raise LoweringError(op, f"'{op.name}' carries regions: run expand-control-flow first")
         raise LoweringError(op, f"no kernel for '{op.name}'")
 
 
@@ -139,6 +150,23 @@ class KernelCache:
             self._by_key[key] = symbol
         return symbol
 
+    def helper_kernel_for(self, kind: str, t: TensorType, axis: int, name: str) -> str:
+        """Row read/write and zero-fill kernels of host-level loops
+        (lowering/kernels/control_flow.py)."""
+        key = (kind, t, axis)
+        symbol = self._by_key.get(key)
+        if symbol is None:
+            symbol = self._unique(name)
+            if kind == "read_row":
+                kernel = read_row_kernel(t, axis, symbol)
+            elif kind == "write_row":
+                kernel = write_row_kernel(t, axis, symbol)
+            else:
+                kernel = zero_kernel(t, symbol)
+            self.kernels.append(kernel)
+            self._by_key[key] = symbol
+        return symbol
+
     def copy_kernel_for(self, t: TensorType, name: str) -> str:
         key = ("copy", t)
         symbol = self._by_key.get(key)
@@ -170,7 +198,8 @@ def lower_module(module: ModuleOp, reuse_buffers: bool = True) -> None:
     hosts = []
     for fn in graph_fns:
         hosts.append(
-            bufferize_function(fn, store, cache.kernel_for, cache.copy_kernel_for, reuse_buffers)
+            bufferize_function(fn, store, cache.kernel_for, cache.copy_kernel_for, reuse_buffers,
+                               cache.helper_kernel_for)
         )
     # kernels first, then hosts in place of the graph functions
     first = graph_fns[0] if graph_fns else None
@@ -192,6 +221,13 @@ class LowerToLoopsPass(ModulePass):
     name = "lower-to-loops"
 
     reuse_buffers: bool = True
+    # the CPU conv2d form of kernels/conv.py; None: the caller's choice (dlc.compile: on)
+    flat_conv: bool | None = None
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_module(op, self.reuse_buffers)
+        from contextlib import nullcontext
+
+        from dlc.lowering.kernels.conv import flat_conv_form
+
+        with nullcontext() if self.flat_conv is None else flat_conv_form(self.flat_conv):
+            lower_module(op, self.reuse_buffers)

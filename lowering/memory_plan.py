@@ -9,6 +9,13 @@ value of exactly the same memref type. The host then emits one
 
 A buffer is released only *after* the step of its value's last use, so a
 kernel never writes a buffer it also reads.
+
+Control flow: a graph.if/loop/scan is one step of the enclosing plan (its
+result buffers never share a buffer with its operands), and each body gets a
+plan of its own (an if branch allocates inside the branch; a loop body's
+buffers are allocated before the loop and freed after it). Every iteration
+defines a body buffer before reading it, so no value flows between iterations
+except the loop state, which bufferize.py keeps in the loop's result buffers.
 """
 
 from __future__ import annotations

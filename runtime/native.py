@@ -23,7 +23,23 @@ class DlcRuntimeError(Exception):
 
 
 def specs_from_json(items: list[dict]) -> list[Spec]:
-    return [(d["name"], tuple(int(x) for x in d["shape"]), np.dtype(d["dtype"])) for d in items]
+    return [(d["name"], tuple(int(x) for x in d["shape"]), _dtype(d["dtype"])) for d in items]
+
+
+def _dtype(name: str) -> np.dtype:
+    """numpy dtype by name; narrow types (bfloat16, float8_*, int4...) come from
+    ml_dtypes, imported only by modules that use them."""
+    try:
+        return np.dtype(name)
+    except TypeError:
+        pass
+    try:
+        import ml_dtypes
+    except ImportError:
+        raise DlcRuntimeError(f"element type {name} needs the ml_dtypes package") from None
+    if not hasattr(ml_dtypes, name):
+        raise DlcRuntimeError(f"unknown element type {name} in the model's specs")
+    return np.dtype(getattr(ml_dtypes, name))
 
 
 def specs_to_json(specs: Sequence[Spec]) -> list[dict]:

@@ -53,8 +53,13 @@ def build_arg_parser() -> ArgumentParser:
     run.add_argument("--threads", type=int, help="threads for parallel loops")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     run.add_argument("--target", default="llvm", help="backend (default: llvm)")
-    run.add_argument("--rtol", type=float, default=1e-4, help="--check relative tolerance (floats)")
-    run.add_argument("--atol", type=float, default=1e-5, help="--check absolute tolerance (floats)")
+    run.add_argument("--expect", action="append", default=[], metavar="FILE.npy|FILE.pb",
+                     help="a stored expected output (.npy, or an ONNX TensorProto .pb), in output order "
+                          "(repeatable); the run fails when an output differs")
+    run.add_argument("--output", action="append", default=[], metavar="FILE.npy",
+                     help="save an output as .npy, in output order (repeatable)")
+    run.add_argument("--rtol", type=float, default=1e-4, help="--check/--expect relative tolerance (floats)")
+    run.add_argument("--atol", type=float, default=1e-5, help="--check/--expect absolute tolerance (floats)")
     return ap
 
 
@@ -201,7 +206,7 @@ def load_inputs(specs: list[Spec], given: list[str], seed: int) -> list[np.ndarr
             array = np.load(path, allow_pickle=False)
         except FileNotFoundError:
             raise DiagnosticError(f"cannot open '{path}': no such file") from None
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, EOFError) as err:
             raise DiagnosticError(f"cannot read '{path}' as a .npy array: {err}") from None
         _, shape, dtype = specs[index]
         if tuple(array.shape) != tuple(shape):
@@ -312,6 +317,10 @@ def cmd_run(args) -> int:
         out_specs = list(compiled.output_specs)
 
     inputs = load_inputs(in_specs, args.input, args.seed)
+    expected_stored = [load_expected(path) for path in args.expect]  # bad files fail before the run
+    if len(args.output) > len(out_specs) or len(args.expect) > len(out_specs):
+        raise DiagnosticError(f"the model has {len(out_specs)} outputs; got "
+                              f"{max(len(args.output), len(args.expect))} --output/--expect files")
     outputs = _guard("running", call, *inputs)
     times = []
     for _ in range(args.repeat):
@@ -326,7 +335,34 @@ def cmd_run(args) -> int:
         expected = reference_outputs(args.model, kind, args.entry, inputs)
         if not compare([np.asarray(o) for o in outputs], expected, args.rtol, args.atol):
             raise DiagnosticError("outputs differ from the reference")
+    if expected_stored:
+        got = [np.asarray(o) for o in outputs[:len(expected_stored)]]
+        if not compare(got, expected_stored, args.rtol, args.atol):
+            raise DiagnosticError("outputs differ from the --expect files")
+    for path, array in zip(args.output, outputs):
+        try:
+            np.save(path, np.asarray(array), allow_pickle=False)
+        except OSError as err:
+            raise DiagnosticError(f"cannot write '{path}': {err.strerror or err}") from None
     return 0
+
+
+def load_expected(path: str) -> np.ndarray:
+    """A stored output: .npy, or a serialized ONNX TensorProto (the onnx test data's .pb)."""
+    if not os.path.exists(path):
+        raise DiagnosticError(f"cannot open '{path}': no such file")
+    if path.endswith(".pb"):
+        import onnx
+        from onnx import numpy_helper
+
+        try:
+            return numpy_helper.to_array(onnx.load_tensor(path))
+        except Exception as err:  # protobuf raises several types on garbage
+            raise DiagnosticError(f"cannot read '{path}' as an ONNX TensorProto: {err}") from None
+    try:
+        return np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        raise DiagnosticError(f"cannot read '{path}' as a .npy array: {err}") from None
 
 
 def run(argv: list[str]) -> int:

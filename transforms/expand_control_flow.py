@@ -20,9 +20,12 @@ per iteration and the results threaded through:
   (``i < M and cond``, the ONNX rule) is carried: each carried value becomes
   ``where(active, new, old)`` and each scan row ``where(active, row, 0)``.
 
-Unrolling is what keeps host code free of control flow, so the kernels,
-schedules and native backends need nothing new. Above ``max-unroll``
-iterations (default 4096) the pass stops with an error naming the op.
+Opt-in on the CPU: ``dlc.compile`` keeps the region ops and lower-to-loops
+emits real host loops and branches (see lowering/bufferize.py). The GPU
+target runs this pass first (``driver.GPU_GRAPH_PASSES``), as lower-to-gpu
+has no host-level control flow; it is also a way to compare against the
+compiled loops. Above ``max-unroll`` iterations (default 4096) the pass stops
+with an error naming the op.
 
 Why our own: xDSL's scf unrolling works on scf.for over index bounds, not on
 tensor-valued graph regions.

@@ -1,4 +1,5 @@
-"""`expand-math`: exp, log, tanh and erf on f32/f16 -> arith polynomial sequences.
+"""`expand-math`: exp, log, tanh, erf, atan, asin and acos on f32/f16 -> arith
+polynomial sequences.
 
 ``expand-math{fma=true}``
 
@@ -26,6 +27,13 @@ tests check 1e-5 relative against numpy on wide ranges):
   selected: branch-free, so it vectorizes).
 * ``erf(x)``: the rational approximation of Eigen/XLA (odd degree-13 over even
   degree-8 polynomial) on ``x`` clamped to ``[-4, 4]``.
+* ``atan(x)``: Cephes' atanf: ``|x|`` reduced to ``[0, tan(pi/8)]`` through
+  ``pi/2 + atan(-1/|x|)`` or ``pi/4 + atan((|x|-1)/(|x|+1))``, odd degree-9
+  polynomial, sign of ``x``.
+* ``asin(x)``, ``acos(x)``: Cephes' asinf/acosf: an odd polynomial on
+  ``|v| <= 0.5``; above, ``v = sqrt((1 - |x|) / 2)`` with ``asin = pi/2 - 2 asin(v)``,
+  ``acos = 2 asin(v)`` (``pi -`` that for ``x < 0``); ``acos = pi/2 - asin(x)``
+  in the middle. ``|x| > 1`` gives NaN through ``sqrt`` of a negative number.
 
 f16 is computed in f32 and rounded back; f64 is left alone (its libm/intrinsic
 calls are exact and f64 kernels are rare). ``fma=false`` uses a separate
@@ -57,7 +65,7 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
-EXPANDED = ("math.exp", "math.log", "math.tanh", "math.erf")
+EXPANDED = ("math.exp", "math.log", "math.tanh", "math.erf", "math.atan", "math.asin", "math.acos")
 
 
 class _Emitter:
@@ -131,6 +139,9 @@ class _Emitter:
 
     def copysign(self, magnitude, sign):
         return self.emit(math.CopySignOp(self.f(magnitude), self.f(sign)))
+
+    def sqrt(self, a):
+        return self.emit(math.SqrtOp(a))
 
     def roundeven(self, a):
         return self.emit(math.RoundEvenOp(a))
@@ -261,12 +272,81 @@ def expand_erf(e: _Emitter, x: SSAValue) -> SSAValue:
     return e.div(p, q)
 
 
+PI = 3.14159265358979323846
+PIO2 = 1.57079632679489661923
+TAN_3PI_8 = 2.414213562373095
+TAN_PI_8 = 0.4142135623730950
+ATAN_POLY = (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1)
+ASIN_POLY = (4.2163199048e-2, 2.4181311049e-2, 4.5470025998e-2, 7.4953002686e-2, 1.6666752422e-1)
+
+
+def expand_atan(e: _Emitter, x: SSAValue) -> SSAValue:
+    ax = e.abs(x)
+    big = e.cmp("ogt", ax, TAN_3PI_8)
+    mid = e.cmp("ogt", ax, TAN_PI_8)
+    # atan(a) = pi/2 + atan(-1/a) (big), pi/4 + atan((a-1)/(a+1)) (mid)
+    r = e.select(big, e.div(-1.0, ax), e.select(mid, e.div(e.sub(ax, 1.0), e.add(ax, 1.0)), ax))
+    base = e.select(big, PIO2, e.select(mid, PIO2 / 2, 0.0))
+    z = e.mul(r, r)
+    y = e.fma(e.mul(e.horner(z, ATAN_POLY), z), r, r)
+    return e.copysign(e.add(base, y), x)  # NaN: every compare is false, r = NaN
+
+
+def _asin_core(e: _Emitter, v: SSAValue, z: SSAValue) -> SSAValue:
+    """asin(v) for |v| <= 0.5, z = v * v."""
+    return e.fma(e.mul(e.horner(z, ASIN_POLY), z), v, v)
+
+
+def expand_asin(e: _Emitter, x: SSAValue) -> SSAValue:
+    ax = e.abs(x)
+    large = e.cmp("ogt", ax, 0.5)
+    # |x| > 0.5: asin(a) = pi/2 - 2 asin(sqrt((1 - a) / 2)); |x| > 1 gives sqrt(<0) = NaN
+    z = e.select(large, e.mul(e.sub(1.0, ax), 0.5), e.mul(ax, ax))
+    v = e.select(large, e.sqrt(z), ax)
+    p = _asin_core(e, v, z)
+    return e.copysign(e.select(large, e.fma(p, -2.0, PIO2), p), x)
+
+
+def expand_acos(e: _Emitter, x: SSAValue) -> SSAValue:
+    ax = e.abs(x)
+    large = e.cmp("ogt", ax, 0.5)
+    # |x| > 0.5: acos(a) = 2 asin(sqrt((1 - a) / 2)), acos(-a) = pi - acos(a);
+    # otherwise pi/2 - asin(x) (no cancellation near 1)
+    z = e.select(large, e.mul(e.sub(1.0, ax), 0.5), e.mul(x, x))
+    v = e.select(large, e.sqrt(z), x)
+    p = _asin_core(e, v, z)
+    twice = e.add(p, p)
+    outer = e.select(e.cmp("olt", x, 0.0), e.sub(PI, twice), twice)
+    return e.select(large, outer, e.sub(PIO2, p))
+
+
 EXPANSIONS = {
     "math.exp": expand_exp,
     "math.log": expand_log,
     "math.tanh": expand_tanh,
     "math.erf": expand_erf,
+    "math.atan": expand_atan,
+    "math.asin": expand_asin,
+    "math.acos": expand_acos,
 }
+
+
+def expansion_of(op: Operation, use_fma: bool = True) -> tuple[list[Operation], SSAValue] | None:
+    """(new ops computing ``op``'s result from its operand, that result) for an
+    f32/f16 op of EXPANSIONS, or None; the ops are not inserted anywhere (the
+    PTX emitter emits them in place of the op: NVPTX has no acos/asin/atan)."""
+    expand = EXPANSIONS.get(op.name)
+    t = op.results[0].type if op.results else None
+    if expand is None or not isinstance(t, (Float32Type, Float16Type)):
+        return None
+    e = _Emitter(use_fma)
+    x = op.operands[0]
+    if isinstance(t, Float16Type):
+        x = e.emit(arith.ExtFOp(x, f32))
+    y = expand(e, x)
+    if isinstance(t, Float16Type):
+        y = e.emit(arith.TruncFOp(y, t))
+    return e.ops, y
 
 
 @dataclass
@@ -274,20 +354,10 @@ class ExpandMathOp(RewritePattern):
     use_fma: bool
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        expand = EXPANSIONS.get(op.name)
-        if expand is None:
-            return
-        t = op.results[0].type
-        if not isinstance(t, (Float32Type, Float16Type)):
-            return  # f64 (and vectors): keep the exact libm/intrinsic call
-        e = _Emitter(self.use_fma)
-        x = op.operands[0]
-        if isinstance(t, Float16Type):
-            x = e.emit(arith.ExtFOp(x, f32))
-        y = expand(e, x)
-        if isinstance(t, Float16Type):
-            y = e.emit(arith.TruncFOp(y, t))
-        rewriter.replace(op, e.ops, [y])
+        # f64 (and vectors) keep the exact libm/intrinsic call
+        expansion = expansion_of(op, self.use_fma)
+        if expansion is not None:
+            rewriter.replace(op, expansion[0], [expansion[1]])
 
 
 @dataclass(frozen=True)

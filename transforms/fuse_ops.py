@@ -35,14 +35,16 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from dlc.dialects.graph_base import GraphOp
+from dlc.dialects import graph as g
+from dlc.dialects.graph import _reduce_axes
+from dlc.dialects.graph_base import GraphOp, is_float
 from dlc.lowering.fused import GROUP_ATTR
 from dlc.lowering.kernels.elementwise import scalar_compute
 
-DENSE_PRODUCERS = ("graph.conv2d", "graph.matmul")
+DENSE_PRODUCERS = ("graph.conv2d", "graph.matmul", "graph.conv2d_nchwc")
 OTHER_PRODUCERS = ("graph.max_pool2d", "graph.avg_pool2d", "graph.reduce_sum", "graph.reduce_mean",
                    "graph.reduce_max", "graph.reduce_min", "graph.reduce_prod")
 
@@ -51,8 +53,71 @@ def is_elementwise(op: Operation) -> bool:
     return isinstance(op, GraphOp) and len(op.results) == 1 and scalar_compute(op) is not None
 
 
+def _only_user(value: SSAValue) -> Operation | None:
+    users = {use.operation for use in value.uses}
+    return next(iter(users)) if len(users) == 1 else None
+
+
+def _row_reduction(op: Operation | None, name: str, x: SSAValue) -> int | None:
+    """The axis of ``op = <name>(x)`` over one axis with keepdims, else None."""
+    if op is None or op.name != name or op.operands[0] is not x or not op.attrs.bool("keepdims"):
+        return None
+    axes = _reduce_axes(op.attrs, len(x.type.get_shape()))
+    return axes[0] if len(axes) == 1 else None
+
+
+def raise_softmax(fn: func.FuncOp) -> int:
+    """Rewrite legalize's softmax / log_softmax expansion back into one op (one kernel,
+    ``lowering/kernels/softmax.py``) when its intermediates have no other users::
+
+        m = reduce_max(x); d = x - m; e = exp(d); s = reduce_sum(e)
+        softmax: e / s                         log_softmax: d - log(s)
+
+    Returns the number of rewrites."""
+    count = 0
+    for peak in list(fn.body.block.ops):
+        if peak.parent is None or not isinstance(peak, g.ReduceMaxOp) or not is_float(peak.results[0].type.element_type):
+            continue
+        x = peak.operands[0]
+        axis = _row_reduction(peak, "graph.reduce_max", x)
+        d = _only_user(peak.results[0])
+        if axis is None or not isinstance(d, g.SubOp) or list(d.operands) != [x, peak.results[0]]:
+            continue
+        d_users = {use.operation for use in d.results[0].uses}
+        e = next((u for u in d_users if isinstance(u, g.ExpOp)), None)
+        e_users = {use.operation for use in e.results[0].uses} if e is not None else set()
+        total = next((u for u in e_users if isinstance(u, g.ReduceSumOp)), None)
+        if e is None or _row_reduction(total, "graph.reduce_sum", e.results[0]) != axis:
+            continue
+        if len(d_users) == 1 and len(e_users) == 2:  # softmax: e / s
+            last = _only_user(total.results[0])
+            if not (isinstance(last, g.DivOp) and list(last.operands) == [e.results[0], total.results[0]]):
+                continue
+            dead, new = [last, total, e, d, peak], g.SoftmaxOp.make(x, axis=axis)
+        elif len(d_users) == 2 and len(e_users) == 1:  # log_softmax: d - log(s)
+            log = _only_user(total.results[0])
+            last = _only_user(log.results[0]) if isinstance(log, g.LogOp) else None
+            if not (isinstance(last, g.SubOp) and list(last.operands) == [d.results[0], log.results[0]]
+                    and last in d_users):
+                continue
+            dead, new = [last, log, total, e, d, peak], g.LogSoftmaxOp.make(x, axis=axis)
+        else:
+            continue
+        if new.results[0].type != last.results[0].type:
+            continue
+        fn.body.block.insert_op_before(new, last)
+        new.results[0].name_hint = last.results[0].name_hint
+        last.results[0].replace_all_uses_with(new.results[0])
+        for op in dead:
+            op.detach()
+            op.erase()
+        count += 1
+    return count
+
+
 def fuse_function(fn: func.FuncOp, dense: bool, first_id: int = 0) -> int:
     """Mark the groups of ``fn``; returns the next free group id."""
+    raise_softmax(fn)
     producers = set(OTHER_PRODUCERS) | (set(DENSE_PRODUCERS) if dense else set())
     group_of: dict[Operation, list[Operation]] = {}
     groups: list[list[Operation]] = []

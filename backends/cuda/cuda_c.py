@@ -52,6 +52,7 @@ MATH = {
     "math.roundeven": "rintf", "math.round": "roundf", "math.sin": "sinf", "math.cos": "cosf",
     "math.powf": "powf", "math.absf": "fabsf", "math.fma": "fmaf", "math.exp2": "exp2f",
     "math.log2": "log2f", "math.trunc": "truncf",
+    "math.acos": "acosf", "math.asin": "asinf", "math.atan": "atanf",
     "arith.maximumf": "dlc_maximumf", "arith.minimumf": "dlc_minimumf", "arith.maxnumf": "fmaxf",
     "arith.minnumf": "fminf", "arith.remf": "fmodf",
 }

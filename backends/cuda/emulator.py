@@ -48,6 +48,9 @@ _UNARY = {
     "math.roundeven": lambda a: float(np.rint(a)), "math.round": lambda a: float(np.sign(a) * np.floor(abs(a) + 0.5)),
     "math.sin": pymath.sin, "math.cos": pymath.cos, "math.absf": abs, "math.absi": abs,
     "math.exp2": lambda a: 2.0 ** a, "math.log2": pymath.log2,
+    "math.acos": lambda a: pymath.acos(a) if -1 <= a <= 1 else pymath.nan,
+    "math.asin": lambda a: pymath.asin(a) if -1 <= a <= 1 else pymath.nan,
+    "math.atan": pymath.atan,
 }
 _CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
         "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
@@ -184,6 +187,15 @@ class _Thread:
                 kind = {gpu.ThreadIdOp: "t", gpu.BlockIdOp: "b", gpu.BlockDimOp: "nt", gpu.GridDimOp: "nb"}[type(op)]
                 table = self.ids if kind in ("t", "b") else self.dims
                 env[result] = table[kind.lstrip("n") + op.dimension.data.value]
+            elif name in ("arith.shli", "arith.shrsi", "arith.shrui"):
+                width = result.type.width.data
+                count = args[1] & ((1 << width) - 1)
+                if count >= width:  # poison in LLVM: kernels never shift that far
+                    env[result] = 0
+                elif name == "arith.shli":
+                    env[result] = args[0] << count
+                else:  # the signed view of args[0] shifts arithmetically
+                    env[result] = (args[0] if name == "arith.shrsi" else args[0] & ((1 << width) - 1)) >> count
             elif name in ("arith.extui", "arith.uitofp"):  # the source read as unsigned
                 value = args[0] & ((1 << op.operands[0].type.width.data) - 1)
                 env[result] = value if name == "arith.extui" else float(value)

@@ -54,7 +54,10 @@ FLOAT_INTRINSIC = {"math.sqrt": "llvm.sqrt", "math.floor": "llvm.floor", "math.c
                    "math.roundeven": "llvm.rint", "math.round": "llvm.round",
                    "math.absf": "llvm.fabs", "math.fma": "llvm.fma", "math.trunc": "llvm.trunc",
                    "arith.maximumf": "llvm.maximum", "arith.minimumf": "llvm.minimum",
-                   "arith.maxnumf": "llvm.maxnum", "arith.minnumf": "llvm.minnum"}
+                   "arith.maxnumf": "llvm.maxnum", "arith.minnumf": "llvm.minnum",
+                   "math.copysign": "llvm.copysign"}
+# no NVVM instruction: emitted as expand-math's polynomial (f32/f16)
+EXPANDED = ("math.acos", "math.asin", "math.atan")
 APPROX = ("math.exp", "math.log", "math.exp2", "math.log2", "math.rsqrt", "math.tanh",
           "math.sin", "math.cos", "math.erf", "math.powf")
 INT_MINMAX = {"arith.maxsi": ">", "arith.minsi": "<", "arith.maxui": ">", "arith.minui": "<"}
@@ -238,6 +241,15 @@ class KernelCodegen:
             out = self.float_intrinsic(FLOAT_INTRINSIC[name], ops)
         elif name in APPROX:
             out = self.approx(op, ops)
+        elif name in EXPANDED:
+            from dlc.transforms.expand_math import expansion_of
+
+            expansion = expansion_of(op)
+            if expansion is None:
+                raise self.error(op)
+            for piece in expansion[0]:
+                self.op(piece)
+            out = v[expansion[1]]
         elif isinstance(op, memref.LoadOp):
             out = b.load(self.address(op.memref, op.indices), typ=llvm_type(result.type))
         elif isinstance(op, (gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)):

@@ -41,7 +41,8 @@ from dlc.frontends.onnx.importer import (
 from dlc.frontends.onnx.ops_shape import reshape
 from dlc.frontends.onnx.registry import converts
 
-# Loops are unrolled (expand-control-flow); a bigger trip count is refused at import.
+# Loops compile to real loops; only a Loop unrolled at import (see
+# _unroll_at_import) is limited to this many iterations.
 MAX_TRIP_COUNT = 4096
 
 
@@ -162,11 +163,9 @@ def convert_loop(node: Node, ctx: ImportContext):
         raise ctx.error("loop-carried inputs must all be present")
     body = node.required("body")
     if m is None:
-        raise ctx.error("a Loop without a trip count M is not supported (bodies are unrolled: "
-                        "M must be known at compile time)")
+        raise ctx.error("a Loop without a trip count M is not supported (M is the static bound "
+                        "of its scan outputs: it must be known at compile time)")
     trips = int(np.asarray(ctx.const_of(m, "M (trip count)")).reshape(-1)[0])
-    if trips > MAX_TRIP_COUNT:
-        raise ctx.error(f"trip count {trips} is too large to unroll (at most {MAX_TRIP_COUNT})")
     trips = max(trips, 0)
     if cond is None:
         cond = ctx.constant(np.array(True))
@@ -184,6 +183,8 @@ def convert_loop(node: Node, ctx: ImportContext):
     except NeedsConstantError:
         # the body needs its iteration number (or a carried value) at compile
         # time, e.g. Slice starts from the iteration: unroll it here instead
+        if trips > MAX_TRIP_COUNT:
+            raise ctx.error(f"trip count {trips} is too large to unroll (at most {MAX_TRIP_COUNT})") from None
         return _unroll_at_import(node, ctx, trips, cond, initial, body)
     operands = [ctx.constant(np.array(trips, np.int64)), cond, *initial, *(t for _, t in captures)]
     return _build(ctx, node, g.LoopOp, operands, [region],

@@ -581,6 +581,7 @@ def _convert_nodes(graph, ctx: ImportContext, values: dict[str, Tensor], base_di
 
 def _convert_node(proto: onnx.NodeProto, label: str, ctx: ImportContext,
                   values: dict[str, Tensor], base_dir, opset: int) -> None:
+    from dlc.frontends.onnx.ops_narrow import compute_in_f32, expand_in_f32
     from dlc.frontends.onnx.registry import lookup
 
     inputs: list[Tensor | None] = []
@@ -597,12 +598,12 @@ def _convert_node(proto: onnx.NodeProto, label: str, ctx: ImportContext,
         inputs.append(t)
     converter = lookup(proto.op_type)
     if converter is None:
-        _expand_function(proto, label, inputs, ctx, values, base_dir, opset)
+        expand_in_f32(proto, label, inputs, ctx, values, base_dir, opset, _expand_function)
         return
     node = Node(proto, inputs, attribute_values(proto, base_dir), opset, label)
     ctx.node = node
     try:
-        outs = converter(node, ctx)
+        outs = compute_in_f32(node, ctx, converter)  # bf16 inputs of arithmetic ops
     except OnnxImportError:
         raise
     except ShapeError as err:

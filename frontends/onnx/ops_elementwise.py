@@ -84,13 +84,27 @@ def convert_where(node: Node, ctx: ImportContext):
     return [ctx.emit(g.WhereOp, node.input(0), node.input(1), node.input(2))]
 
 
+def narrow_cast_attrs(node: Node, src, dst) -> dict:
+    """ONNX Cast-19/24 `saturate` and `round_mode`, kept when a side is narrow."""
+    from dlc.dialects.graph_base import is_narrow
+
+    if not (is_narrow(src) or is_narrow(dst)):
+        return {}
+    attrs = {}
+    if not node.attr("saturate", 1):
+        attrs["saturate"] = False
+    if node.attr("round_mode", "up") != "up":
+        attrs["round_mode"] = node.attr("round_mode")
+    return attrs
+
+
 @converts("Cast")
 def convert_cast(node: Node, ctx: ImportContext):
     to = graph_element_type(node.required("to"), node.where)
     x = node.input(0)
     if x.element_type == to:
         return [x]
-    return [ctx.emit(g.CastOp, x, to=to)]
+    return [ctx.emit(g.CastOp, x, to=to, **narrow_cast_attrs(node, x.element_type, to))]
 
 
 @converts("CastLike")
@@ -98,7 +112,8 @@ def convert_cast_like(node: Node, ctx: ImportContext):
     x, like = node.input(0), node.input(1)
     if x.element_type == like.element_type:
         return [x]
-    return [ctx.emit(g.CastOp, x, to=like.element_type)]
+    to = like.element_type
+    return [ctx.emit(g.CastOp, x, to=to, **narrow_cast_attrs(node, x.element_type, to))]
 
 
 @converts("Clip")
@@ -272,15 +287,3 @@ def convert_atanh(node: Node, ctx: ImportContext):
     ratio = ctx.emit(g.DivOp, ctx.emit(g.AddOp, one, x), ctx.emit(g.SubOp, one, x))
     return [ctx.emit(g.MulOp, ctx.emit(g.LogOp, ratio), ctx.constant(0.5, like=x))]
 
-
-@converts("BitShift")
-def convert_bit_shift(node: Node, ctx: ImportContext):
-    # unsigned shifts as arithmetic: x << s = x * 2^s (wrapping), x >> s = x / 2^s
-    x, s = node.input(0), node.input(1)
-    if x.dtype.kind != "u":
-        raise ctx.error(f"BitShift takes unsigned integer tensors, got {x.dtype}")
-    factor = ctx.emit(g.PowOp, ctx.constant(2, like=x), s)
-    direction = node.required("direction")
-    if direction not in ("LEFT", "RIGHT"):
-        raise ctx.error(f"direction must be LEFT or RIGHT, got '{direction}'")
-    return [ctx.emit(g.MulOp if direction == "LEFT" else g.DivOp, x, factor)]

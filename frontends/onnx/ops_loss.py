@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from dlc.dialects import graph as g
-from dlc.dialects.graph_base import numpy_dtype
+from dlc.dialects.graph_base import is_narrow, is_narrow_float, numpy_dtype
+from dlc.frontends.onnx.ops_narrow import (
+    as_compute_type,
+    expand_blocks,
+    integer_range,
+    quantize_to_narrow_float,
+)
 from dlc.frontends.onnx.importer import ImportContext, Node, Tensor, graph_element_type
 from dlc.frontends.onnx.ops_shape import gather_elements, reshape
 from dlc.frontends.onnx.registry import converts
@@ -67,7 +73,7 @@ def convert_softmax_cross_entropy(node: Node, ctx: ImportContext):
 def _per_axis(ctx: ImportContext, node: Node, param: Tensor, x: Tensor) -> Tensor:
     """A scale / zero point: scalar, or 1-D along ``axis`` broadcast to x."""
     if node.attr("block_size", 0):
-        raise ctx.error("blocked quantization (block_size) is not supported")
+        return expand_blocks(ctx, node, param, x)
     if param.rank == 0 or (param.rank == 1 and param.shape[0] == 1):
         return param
     axis = node.attr("axis", 1)
@@ -83,6 +89,7 @@ def convert_dequantize(node: Node, ctx: ImportContext):
     out_type = scale.element_type
     if node.attr("output_dtype", 0):
         out_type = graph_element_type(node.attr("output_dtype"), node.where)
+    scale = as_compute_type(ctx, scale)
     xf = ctx.emit(g.CastOp, x, to=scale.element_type)
     if zero_point is not None:
         zp = ctx.emit(g.CastOp, _per_axis(ctx, node, zero_point, x), to=scale.element_type)
@@ -101,14 +108,17 @@ def convert_quantize(node: Node, ctx: ImportContext):
     else:
         out_type = graph_element_type(2, node.where)  # uint8
     dtype = numpy_dtype(out_type)
-    if dtype.kind not in "iu":
+    if is_narrow_float(out_type):
+        return [quantize_to_narrow_float(ctx, node, x, scale, zero_point, out_type)]
+    if dtype.kind not in "iu" and not is_narrow(out_type):
         raise ctx.error(f"quantizing to {dtype} is not supported (integer types are)")
+    scale = as_compute_type(ctx, scale)
     xf = x if x.element_type == scale.element_type else ctx.emit(g.CastOp, x, to=scale.element_type)
     # round half to even, shift, saturate, convert
     y = ctx.emit(g.RoundOp, ctx.emit(g.DivOp, xf, _per_axis(ctx, node, scale, x)))
     if zero_point is not None:
         zp = ctx.emit(g.CastOp, _per_axis(ctx, node, zero_point, x), to=scale.element_type)
         y = ctx.emit(g.AddOp, y, zp)
-    info = np.iinfo(dtype)
+    info = integer_range(dtype)
     y = ctx.emit(g.ClipOp, y, min=float(info.min), max=float(info.max))
     return [ctx.emit(g.CastOp, y, to=out_type)]

@@ -81,6 +81,10 @@ def _add_channel_bias(ctx: ImportContext, y: Tensor, bias: Tensor | None) -> Ten
 @converts("Conv")
 def convert_conv(node: Node, ctx: ImportContext):
     x, w, bias = node.input(0), node.input(1), node.input(2)
+    if x.rank == 5:  # through conv2d per depth tap (the simple-ops work)
+        from dlc.frontends.onnx.ops_simple import convert_conv3d
+
+        return convert_conv3d(node, ctx)
     spatial = _spatial(node, ctx, x)
     kernel = list(node.attr("kernel_shape", w.shape[2:]))
     strides, dilations, pads = _window(node, ctx, x.shape[2:], kernel)
@@ -97,7 +101,7 @@ def convert_conv(node: Node, ctx: ImportContext):
 @converts("ConvTranspose")
 def convert_conv_transpose(node: Node, ctx: ImportContext):
     x, w, bias = node.input(0), node.input(1), node.input(2)
-    spatial = _spatial(node, ctx, x)
+    spatial = 3 if x.rank == 5 else _spatial(node, ctx, x)  # 3-D: the simple-ops work
     n = spatial
     kernel = list(node.attr("kernel_shape", w.shape[2:]))
     strides = list(node.attr("strides", [1] * n))
@@ -121,6 +125,10 @@ def convert_conv_transpose(node: Node, ctx: ImportContext):
             pads[i], pads[i + n] = (small, total - small) if auto_pad == "SAME_UPPER" else (total - small, small)
     elif auto_pad == "VALID":
         pads = [0] * (2 * n)
+    if spatial == 3:
+        from dlc.frontends.onnx.ops_simple import conv_transpose3d
+
+        return [_add_channel_bias(ctx, conv_transpose3d(node, ctx, x, w, kernel, strides, dilations, pads, out_pad), bias)]
     if spatial == 1:
         x, w = _as_2d(ctx, x), _as_2d(ctx, w)
         strides, dilations = _to_2d(strides, 1), _to_2d(dilations, 1)
@@ -140,8 +148,10 @@ def convert_conv_transpose(node: Node, ctx: ImportContext):
 @converts("MaxPool", "AveragePool")
 def convert_pool(node: Node, ctx: ImportContext):
     x = node.input(0)
-    if node.num_outputs > 1:
-        raise ctx.error("the Indices output of MaxPool is not supported")
+    if node.num_outputs > 1 or x.rank == 5:  # N-D ops of the simple-ops work
+        from dlc.frontends.onnx.ops_simple import convert_pool_nd
+
+        return convert_pool_nd(node, ctx)
     spatial = _spatial(node, ctx, x)
     kernel = list(node.required("kernel_shape"))
     strides, dilations, pads = _window(node, ctx, x.shape[2:], kernel)
@@ -165,7 +175,7 @@ def convert_lp_pool(node: Node, ctx: ImportContext):
     # counting padding (zeros) times the window size
     x = node.input(0)
     p = float(node.attr("p", 2))
-    spatial = _spatial(node, ctx, x)
+    spatial = 3 if x.rank == 5 else _spatial(node, ctx, x)  # 3-D: avg_pool3d (simple-ops work)
     kernel = list(node.required("kernel_shape"))
     strides, dilations, pads = _window(node, ctx, x.shape[2:], kernel)
     powered = ctx.emit(g.PowOp, ctx.emit(g.AbsOp, x), ctx.constant(p, like=x))
@@ -173,8 +183,9 @@ def convert_lp_pool(node: Node, ctx: ImportContext):
         powered = _as_2d(ctx, powered)
         kernel, strides, dilations, pads = (
             _to_2d(kernel, 1), _to_2d(strides, 1), _to_2d(dilations, 1), _to_2d(pads, 0))
-    avg = ctx.emit(g.AvgPool2DOp, powered, kernel=kernel, strides=strides, dilations=dilations,
-                   padding=pads, ceil_mode=bool(node.attr("ceil_mode", 0)), count_include_pad=True)
+    avg = ctx.emit(g.AvgPool3DOp if spatial == 3 else g.AvgPool2DOp, powered, kernel=kernel,
+                   strides=strides, dilations=dilations, padding=pads,
+                   ceil_mode=bool(node.attr("ceil_mode", 0)), count_include_pad=True)
     total = ctx.emit(g.MulOp, avg, ctx.constant(math.prod(kernel), like=x))
     y = ctx.emit(g.PowOp, total, ctx.constant(1.0 / p, like=x))
     return [_from_2d(ctx, y) if spatial == 1 else y]

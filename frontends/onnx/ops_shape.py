@@ -51,7 +51,12 @@ def convert_dropout(node: Node, ctx: ImportContext):
     x = node.input(0)
     training = node.input(2)
     if training is not None and bool(np.asarray(ctx.const_of(training, "training_mode")).reshape(-1)[0]):
-        raise ctx.error("training_mode=true is not supported (inference only)")
+        # training with ratio 0 keeps everything (deterministic); any other
+        # ratio draws a random mask, which a compiled program cannot reproduce
+        ratio_t = node.input(1)
+        ratio = 0.5 if ratio_t is None else float(np.asarray(ctx.const_of(ratio_t, "ratio")).reshape(-1)[0])
+        if ratio != 0.0:
+            raise ctx.error(f"training_mode=true with ratio {ratio} (random mask) is not supported")
     outs = [x]
     if node.num_outputs > 1:
         outs.append(ctx.constant(np.ones(x.shape, dtype=np.bool_), name=node.proto.output[1]))
@@ -111,11 +116,20 @@ def convert_eye_like(node: Node, ctx: ImportContext):
     return [ctx.constant(eye, name=node.proto.output[0])]
 
 
+def _range_scalar(ctx: ImportContext, value, name: str):
+    array = np.asarray(value)
+    if array.size != 1:
+        raise ctx.error(f"{name} must be a scalar or a 1-element tensor, got shape {list(array.shape)}")
+    return array.reshape(())[()]
+
+
 @converts("Range")
 def convert_range(node: Node, ctx: ImportContext):
-    start = ctx.const_of(node.input(0), "start")
-    limit = ctx.const_of(node.input(1), "limit")
-    delta = ctx.const_of(node.input(2), "delta")
+    # exporters (e.g. AffineGrid's function body) pass 1-element tensors of shape [1]
+    start, limit, delta = (
+        _range_scalar(ctx, ctx.const_of(node.input(i), name), name)
+        for i, name in enumerate(("start", "limit", "delta"))
+    )
     dtype = np.asarray(start).dtype
     count = max(int(np.ceil((limit - start) / delta)), 0)
     values = (start + np.arange(count) * delta).astype(dtype)
@@ -351,8 +365,9 @@ def convert_resize(node: Node, ctx: ImportContext):
     mode = node.attr("mode", "nearest")
     if mode == "bilinear":
         mode = "linear"
-    if node.attr("keep_aspect_ratio_policy", "stretch") != "stretch":
-        raise ctx.error("keep_aspect_ratio_policy other than 'stretch' is not supported")
+    policy = node.attr("keep_aspect_ratio_policy", "stretch")
+    if policy not in ("stretch", "not_larger", "not_smaller"):
+        raise ctx.error(f"unknown keep_aspect_ratio_policy '{policy}'")
     if node.opset < 11:
         scales_t, sizes_t, roi_t = node.input(1), None, None
         coords, nearest_mode = "asymmetric", "floor"
@@ -363,10 +378,18 @@ def convert_resize(node: Node, ctx: ImportContext):
     axes = node.attr("axes")
     axes = list(range(x.rank)) if axes is None else [a + x.rank if a < 0 else a for a in axes]
     sizes = list(x.shape)
-    scales = None
+    scales = aspect = None
     if sizes_t is not None and (sizes_t.const is None or sizes_t.const.size):
         for a, s in zip(axes, ctx.const_ints(sizes_t, "sizes")):
             sizes[a] = s
+        if policy != "stretch":
+            # one scale for all `axes` (the smallest or largest asked for), and
+            # sizes rounded half up from it, as the ONNX reference does
+            pick = (min if policy == "not_larger" else max)(axes, key=lambda a: sizes[a] / x.shape[a])
+            aspect = (sizes[pick], x.shape[pick])
+            scale = sizes[pick] / x.shape[pick]
+            scales = [scale if a in axes else 1.0 for a in range(x.rank)]
+            sizes = [int(scale * x.shape[a] + 0.5) if a in axes else x.shape[a] for a in range(x.rank)]
     elif scales_t is not None:
         scales = [1.0] * x.rank
         for a, s in zip(axes, np.asarray(ctx.const_of(scales_t, "scales"), np.float64).reshape(-1)):
@@ -389,11 +412,12 @@ def convert_resize(node: Node, ctx: ImportContext):
                 for i, a in enumerate(axes):
                     full[a], full[a + x.rank] = roi[i], roi[i + len(axes)]
                 roi = np.asarray(full)
-        return [_resize_by_matrices(node, ctx, x, sizes, scales, roi)]
+        return [_resize_by_matrices(node, ctx, x, sizes, scales, roi, aspect)]
     return [_resize(ctx, x, sizes, mode, coords, nearest_mode)]
 
 
-def _resize_by_matrices(node: Node, ctx: ImportContext, x: Tensor, sizes, scales, roi) -> Tensor:
+def _resize_by_matrices(node: Node, ctx: ImportContext, x: Tensor, sizes, scales, roi,
+                        aspect=None) -> Tensor:
     """Resize as one matrix product per resized axis: every ONNX Resize mode is
     separable and linear in the input, so axis a maps through W_a [n_in, n_out],
     computed at import by onnx's reference Resize on an identity matrix.
@@ -408,7 +432,7 @@ def _resize_by_matrices(node: Node, ctx: ImportContext, x: Tensor, sizes, scales
         same = sizes[a] == x.shape[a] and (scale is None or scale == 1.0)
         if same and (axis_roi is None or tuple(axis_roi) == (0.0, 1.0)):
             continue
-        weights = _resize_weights(node, x.shape[a], sizes[a], scale, axis_roi, 0.0)
+        weights = _resize_weights(node, x.shape[a], sizes[a], scale, axis_roi, 0.0, aspect=aspect)
         perm = [d for d in range(x.rank) if d != a] + [a]
         inverse = [perm.index(d) for d in range(x.rank)]
         moved = ctx.emit(g.MatmulOp, transpose(ctx, y, perm), ctx.constant(weights.astype(x.dtype)))
@@ -420,8 +444,14 @@ def _resize_by_matrices(node: Node, ctx: ImportContext, x: Tensor, sizes, scales
 
 
 def _resize_weights(node: Node, n_in: int, n_out: int, scale, roi, extrapolation: float,
-                    zero_input: bool = False) -> np.ndarray:
-    """[n_in, n_out]: row i is the resize of the unit vector e_i (onnx's reference)."""
+                    zero_input: bool = False, aspect=None) -> np.ndarray:
+    """[n_in, n_out]: row i is the resize of the unit vector e_i (onnx's reference).
+
+    ``aspect`` = (size, in) of the axis that fixed a keep_aspect_ratio_policy
+    scale: the reference gets it as an extra axis of constant input (so its
+    scale and half-up rounded size come out as for the real node)."""
+    if aspect is not None:
+        return _resize_weights_keeping_aspect(node, n_in, n_out, aspect)
     import onnx
     from onnx import TensorProto, helper
     from onnx.reference import ReferenceEvaluator
@@ -448,6 +478,33 @@ def _resize_weights(node: Node, n_in: int, n_out: int, scale, roi, extrapolation
     if out.shape != (n_in, n_out):
         raise OnnxImportError(f"{node.where}: resize weights have shape {out.shape}, expected {(n_in, n_out)}")
     return np.asarray(out, dtype=np.float64)
+
+
+def _resize_weights_keeping_aspect(node: Node, n_in: int, n_out: int, aspect) -> np.ndarray:
+    import math as _math
+
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    keep = ("mode", "coordinate_transformation_mode", "cubic_coeff_a", "exclude_outside",
+            "nearest_mode", "antialias", "keep_aspect_ratio_policy")
+    attrs = {k: v for k, v in node.attrs.items() if k in keep}
+    common = _math.gcd(*aspect)
+    size, extent = aspect[0] // common, aspect[1] // common  # same ratio, smaller extra axis
+    # the real axis asks for a size whose ratio lies on the policy's far side
+    # of the extra axis' ratio, so that the extra axis decides the scale
+    exact = n_in * size / extent
+    asked = _math.ceil(exact) if attrs["keep_aspect_ratio_policy"] == "not_larger" else _math.floor(exact)
+    inits = [helper.make_tensor("sizes", TensorProto.INT64, [2], [asked, size])]
+    resize = helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], axes=[1, 2], **attrs)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.DOUBLE, [n_in, n_in, extent])]
+    graph = helper.make_graph([resize], "w", inputs, [helper.make_tensor_value_info("y", TensorProto.DOUBLE, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", max(node.opset, 18))])
+    feed = np.repeat(np.eye(n_in)[:, :, None], extent, axis=2)
+    (out,) = ReferenceEvaluator(model).run(None, {"x": feed})
+    if out.shape[:2] != (n_in, n_out):
+        raise OnnxImportError(f"{node.where}: resize weights have shape {out.shape[:2]}, expected {(n_in, n_out)}")
+    return np.asarray(out[:, :, 0], dtype=np.float64)
 
 
 @converts("Upsample")

@@ -29,10 +29,13 @@ def _load_all() -> None:
         _LOADED = True
         from dlc.frontends.onnx import (  # noqa: F401  (registration side effects)
             ops_elementwise,
+            ops_indexing,
             ops_loss,
             ops_nn,
             ops_reduce,
             ops_shape,
+            ops_spatial,
+            ops_simple,
             rnn,
             control_flow,
         )

@@ -35,11 +35,15 @@ def generator_for(op_name: str) -> KernelGenerator | None:
 def _load_all() -> None:
     from dlc.lowering.kernels import (  # noqa: F401  (registration side effects)
         conv,
+        conv_nchwc,
         elementwise,
+        indexing,
         matmul,
         movement,
         pool,
         reduce,
         resize,
+        simple,
         softmax,
+        spatial,
     )

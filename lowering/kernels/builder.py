@@ -32,14 +32,19 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from dlc.dialects import tloop
-from dlc.dialects.graph_base import is_bool, is_float, is_unsigned
+from dlc.dialects.graph_base import is_bool, is_float, is_narrow, is_unsigned
 
 Index = SSAValue | int
 INDEX = IndexType()
 
 
 def storage_type(element_type: Attribute) -> Attribute:
-    """Element type in memory: integers become signless (ui8 -> i8)."""
+    """Element type in memory: integers become signless (ui8 -> i8); narrow
+    types are widened to their ml_dtypes byte layout (bf16 -> i16; f8, f4,
+    i4, i2 -> i8 holding the code in the low bits) and only the cast kernel
+    interprets those bits (lowering/kernels/narrow.py)."""
+    if is_narrow(element_type):
+        return IntegerType(16 if str(element_type) == "bf16" else 8)
     if isinstance(element_type, IntegerType):
         return IntegerType(element_type.width.data)
     return element_type

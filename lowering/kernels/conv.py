@@ -11,11 +11,37 @@ conv_transpose2d is written as a gather over the output: output row ``y``
 receives input row ``iy`` through kernel row ``kh`` when
 ``y + pad_top - kh * dilation = iy * stride``; the guard checks divisibility
 and bounds.
+
+On the CPU (inside :func:`flat_conv_form`, which the driver sets), f32 NCHW
+convolutions use the *flattened padded* form instead (any stride, dilation,
+padding, groups):
+
+* ``xp[n, c, phase * PLANE + r * WQ + q]``: the input copied once into
+  zero-padded *phase planes*: plane ``(a, b)`` holds padded-input element
+  ``(r * sh + a, q * sw + b)`` (one plane for stride 1, or when every window
+  tap lands on phase 0, as for 1x1 strided convs). ``WQ = OW + (KW-1)*dw //
+  sw`` columns, so the window loads need no clamp;
+* ``outp[n, o, p]`` for ``p = oh * WQ + ow`` in ``[0, P)``: a padded-width
+  output. Tap ``(kh, kw)`` of output ``p`` reads its phase plane at
+  ``p + (kh*dh // sh) * WQ + kw*dw // sw``: stride 1 in ``p`` for every tap,
+  so the whole output plane is one long vectorizable row whatever OW is (7,
+  14, 28, 56 all tile by 16); the ``WQ - OW`` extra columns per row and the
+  tail up to ``P`` (a multiple of :data:`FLAT_TILE`) compute throw-away values;
+* a last nest copies the valid columns to ``out`` and applies a fused epilogue.
+
+Both scratch buffers are heap allocations (``memref.alloc``) freed at the end
+of the kernel. The schedule (``schedule/defaults_conv.py``) register-blocks the
+accumulation nest ``n oc p ic kh kw``.
 """
 
 from __future__ import annotations
 
-from xdsl.dialects import func
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from xdsl.dialects import func, memref
+from xdsl.dialects.builtin import Float32Type
 
 from dlc.dialects.graph import _window_attrs
 from dlc.dialects.graph_base import GraphOp
@@ -31,8 +57,143 @@ def _oihw_index(layout: str, o, i, h, w):
     return [h, w, i, o] if layout == "HWIO" else [o, i, h, w]
 
 
+_FLAT_FORM: ContextVar[bool] = ContextVar("dlc_flat_conv_form", default=False)
+
+
+@contextmanager
+def flat_conv_form(enabled: bool = True) -> Iterator[None]:
+    """Kernels generated inside this block may use the flattened padded form.
+
+    Off by default: it is a CPU form (its heap scratch and three nests do not
+    suit the GPU lowering); the CPU driver turns it on around lower-to-loops.
+    """
+    token = _FLAT_FORM.set(enabled)
+    try:
+        yield
+    finally:
+        _FLAT_FORM.reset(token)
+
+
+FLAT_TILE = 16  # P (flattened output columns) is a multiple of the schedule's column tile
+FLAT_SCRATCH_BYTES = 256 << 20  # xp + outp: heap scratch (memref.alloc) per call
+
+
+def _ceil_to(value: int, unit: int) -> int:
+    return -(-value // unit) * unit
+
+
+def _phases(k: int, dilation: int, stride: int) -> int:
+    """Phase planes one axis needs: 1 when every window tap lands on phase 0 (1x1 strided)."""
+    return 1 if all(t * dilation % stride == 0 for t in range(k)) else stride
+
+
+def flat_conv_plan(op: GraphOp) -> dict | None:
+    """Sizes of the flattened padded form for `op`, or None when it does not apply."""
+    if not _FLAT_FORM.get():
+        return None
+    x_t, w_t = (o.type for o in op.operands)
+    out_t = op.results[0].type
+    a = op.attrs
+    if (a.str("data_layout", "NCHW") != "NCHW" or a.str("kernel_layout", "OIHW") != "OIHW"
+            or not isinstance(out_t.element_type, Float32Type)):
+        return None
+    (sh, sw), (dh, dw), (pt, pl, _, _) = _window_attrs(a)
+    n, c, h, w = x_t.get_shape()
+    o, cpg, kh, kw = w_t.get_shape()
+    _, _, oh, ow = out_t.get_shape()
+    if min(n, c, o, oh, ow) < 1:
+        return None
+    wq = ow + (kw - 1) * dw // sw  # phase-plane columns: output columns + the window's reach
+    p = _ceil_to(oh * wq, FLAT_TILE)
+    last_read = p - 1 + (kh - 1) * dh // sh * wq + (kw - 1) * dw // sw
+    rows = -(-(last_read + 1) // wq)  # phase-plane rows (the tail of P reads zeros)
+    rph, cph = _phases(kh, dh, sh), _phases(kw, dw, sw)
+    if 4 * n * (c * rph * cph * rows * wq + o * p) > FLAT_SCRATCH_BYTES:
+        return None
+    return dict(n=n, c=c, cpg=cpg, opg=o // a.int("groups", 1), h=h, w=w, o=o, kh=kh, kw=kw,
+                oh=oh, ow=ow, sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, wq=wq, p=p, rows=rows,
+                rph=rph, cph=cph)
+
+
+def _split_tap(kb: KernelBuilder, iv, k: int, dilation: int, stride: int, phases: int):
+    """(phase, plane offset) of window tap ``iv * dilation``: its remainder and quotient by the
+    stride, with a div/rem only where needed (the schedule's index analysis reads ``rem`` and
+    ``div`` of a loop variable, not of ``iv * dilation``: vectorizing would refuse)."""
+    if phases == 1:  # a 1-tap window, or the stride divides the dilation
+        return 0, kb.imul(iv, dilation // stride) if k > 1 else 0
+    tap = kb.imul(iv, dilation)
+    if (k - 1) * dilation < stride:
+        return tap, 0
+    return kb.irem(tap, stride), kb.idiv(tap, stride)
+
+
+def _lower_conv2d_flat(op: GraphOp, name: str, plan: dict) -> func.FuncOp:
+    """The flattened padded form (module docstring): phase copy, accumulation, copy out."""
+    x_t, w_t = (o.type for o in op.operands)
+    out_t = op.results[0].type
+    et = out_t.element_type
+    g = plan
+    n, c, o, wq, p, rows = g["n"], g["c"], g["o"], g["wq"], g["p"], g["rows"]
+    sh, sw, rph, cph = g["sh"], g["sw"], g["rph"], g["cph"]
+    plane = rows * wq
+    kb = KernelBuilder(name, [x_t, w_t], [out_t], op.name, ["x", "w", "out"])
+    # heap scratch: megabytes for ResNet's early layers, too much for a thread's stack
+    xp = kb.emit(memref.AllocOp.get(et, shape=[n, c, rph * cph * plane]))
+    xp.name_hint = "xpad"
+    outp = kb.emit(memref.AllocOp.get(et, shape=[n, o, p]))
+    outp.name_hint = "outpad"
+    zero = kb.const(0, et)
+    # 1. zero-padded phase planes: plane (a, b), row r, column q holds the padded input's
+    #    (r * sh + a, q * sw + b) (one plane when the stride is 1)
+    names, uppers = ["pad_n", "pad_c"], [n, c]
+    if rph > 1:
+        names, uppers = names + ["pad_a"], uppers + [rph]
+    if cph > 1:
+        names, uppers = names + ["pad_b"], uppers + [cph]
+    with kb.loops(names + ["pad_r", "pad_q"], uppers + [rows, wq]) as ivs:
+        iv_n, iv_c, *phase_ivs, iv_r, iv_q = ivs
+        iv_a = phase_ivs[0] if rph > 1 else 0
+        iv_b = phase_ivs[-1] if cph > 1 else 0
+        ih, h_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_r, sh), iv_a), -g["pt"]), 0, g["h"],
+                                  -g["pt"], (rows - 1) * sh + rph - 1 - g["pt"])
+        iw, w_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_q, sw), iv_b), -g["pl"]), 0, g["w"],
+                                  -g["pl"], (wq - 1) * sw + cph - 1 - g["pl"])
+        inside = kb.all_of([cond for cond in (h_ok, w_ok) if cond is not None])
+        value = kb.load_or(kb.inputs[0], [iv_n, iv_c, ih, iw], inside, zero)
+        phase = kb.iadd(kb.imul(iv_a, cph), iv_b)
+        kb.store(value, xp, [iv_n, iv_c, kb.iadd(kb.imul(phase, plane), kb.iadd(kb.imul(iv_r, wq), iv_q))])
+    # 2. accumulation over the flattened output: tap (kh, kw) of output p reads its phase
+    #    plane at p + (kh*dh // sh) * wq + kw*dw // sw, stride 1 in p
+    with kb.loops(["n", "oc", "p"], [n, o, p]) as (iv_n, iv_o, iv_p):
+        kb.store(zero, outp, [iv_n, iv_o, iv_p])
+        # groups: output channel oc reads input channels (oc // opg) * cpg + ic
+        group_base = kb.imul(kb.idiv(iv_o, g["opg"]), g["cpg"]) if g["cpg"] != c else 0
+        with kb.loops(["ic", "kh", "kw"], [g["cpg"], g["kh"], g["kw"]]) as (iv_ic, iv_kh, iv_kw):
+            (row_phase, row_off), (col_phase, col_off) = (
+                _split_tap(kb, iv, k, d, st, phases)
+                for iv, k, d, st, phases in ((iv_kh, g["kh"], g["dh"], sh, rph), (iv_kw, g["kw"], g["dw"], sw, cph)))
+            phase = kb.iadd(kb.imul(row_phase, cph), col_phase)
+            offset = kb.iadd(kb.imul(row_off, wq), col_off)
+            src = kb.iadd(iv_p, kb.iadd(kb.imul(phase, plane), offset))
+            xv = kb.load(xp, [iv_n, kb.iadd(group_base, iv_ic), src])
+            wv = kb.load(kb.inputs[1], [iv_o, iv_ic, iv_kh, iv_kw])
+            acc = kb.load(outp, [iv_n, iv_o, iv_p])
+            kb.store(kb.add(acc, kb.mul(xv, wv, et), et), outp, [iv_n, iv_o, iv_p])
+    # 3. the valid columns to the output (fused elementwise epilogue here)
+    with kb.loops(["out_n", "out_c", "out_h", "out_w"], [n, o, g["oh"], g["ow"]]) as ivs:
+        iv_n, iv_o, iv_oh, iv_ow = ivs
+        value = kb.load(outp, [iv_n, iv_o, kb.iadd(kb.imul(iv_oh, wq), iv_ow)])
+        kb.store(kb.epilogue_value(value, ivs), kb.outputs[0], ivs)
+    kb.emit(memref.DeallocOp.get(xp))
+    kb.emit(memref.DeallocOp.get(outp))
+    return kb.finish()
+
+
 @kernel("graph.conv2d")
 def lower_conv2d(op: GraphOp, name: str) -> func.FuncOp:
+    plan = flat_conv_plan(op)
+    if plan is not None:
+        return _lower_conv2d_flat(op, name, plan)
     x_t, w_t = (o.type for o in op.operands)
     out_t = op.results[0].type
     et = out_t.element_type

@@ -14,9 +14,10 @@ from xdsl.dialects import arith, func
 from xdsl.dialects import math as xmath
 from xdsl.ir import Attribute, SSAValue
 
-from dlc.dialects.graph_base import GraphOp, is_float, is_unsigned, numpy_dtype
+from dlc.dialects.graph_base import GraphOp, is_float, is_narrow, is_unsigned, numpy_dtype
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import Index, KernelBuilder
+from dlc.lowering.kernels.simple import SIMPLE_BINARY, SIMPLE_UNARY
 
 
 def broadcast_indices(ivs: Sequence[Index], in_shape: Sequence[int], out_shape: Sequence[int]) -> list[Index]:
@@ -118,8 +119,12 @@ UNARY: dict[str, Callable[[KernelBuilder, SSAValue, Attribute], SSAValue]] = {
     "graph.round": _float_math(xmath.RoundEvenOp),
     "graph.sin": _float_math(xmath.SinOp),
     "graph.cos": _float_math(xmath.CosOp),
+    "graph.acos": _float_math(xmath.AcosOp),
+    "graph.asin": _float_math(xmath.AsinOp),
+    "graph.atan": _float_math(xmath.AtanOp),
     "graph.softplus": _softplus,
     "graph.not": _not,
+    **SIMPLE_UNARY,
 }
 
 
@@ -206,6 +211,10 @@ def lower_hard_sigmoid(op: GraphOp, name: str) -> func.FuncOp:
 def lower_cast(op: GraphOp, name: str) -> func.FuncOp:
     src = op.operands[0].type.element_type
     dst = op.results[0].type.element_type
+    if is_narrow(src) or is_narrow(dst):
+        from dlc.lowering.kernels.narrow import lower_narrow_cast
+
+        return lower_narrow_cast(op, name)
     return elementwise_kernel(op, name, lambda kb, x: kb.convert(x, src, dst))
 
 
@@ -240,6 +249,7 @@ BINARY: dict[str, Callable[..., SSAValue]] = {
     "graph.and": lambda kb, a, b, et: kb.emit(arith.AndIOp(a, b)),
     "graph.or": lambda kb, a, b, et: kb.emit(arith.OrIOp(a, b)),
     "graph.xor": lambda kb, a, b, et: kb.emit(arith.XOrIOp(a, b)),
+    **SIMPLE_BINARY,
 }
 
 

@@ -1,4 +1,5 @@
-"""Pooling kernels: max_pool2d, avg_pool2d, global_avg_pool, global_max_pool.
+"""Pooling kernels: max_pool2d, avg_pool2d, global_avg_pool, global_max_pool,
+and the channels-first N-D max_pool3d, avg_pool3d, max_pool_with_indices.
 
 Window loops ``%kh %kw`` sit inside the output loops ``%n %c %oh %ow``;
 positions outside the input (padding, ceil-mode overhang) load at a clamped
@@ -13,14 +14,14 @@ from __future__ import annotations
 
 import math
 
-from xdsl.dialects import func
-from xdsl.dialects.builtin import f64
+from xdsl.dialects import arith, func
+from xdsl.dialects.builtin import f64, i64
 from xdsl.ir import Attribute, SSAValue
 
 from dlc.dialects.graph import _window_attrs
 from dlc.dialects.graph_base import GraphOp, is_float
 from dlc.lowering.kernels import kernel
-from dlc.lowering.kernels.builder import KernelBuilder, lowest
+from dlc.lowering.kernels.builder import Index, KernelBuilder, lowest
 
 
 def _index(layout: str, n, c, h, w):
@@ -135,3 +136,84 @@ def lower_global_pool(op: GraphOp, name: str) -> func.FuncOp:
             mean = kb.div(total, kb.const(float(count), ft), ft)
             kb.store(kb.convert(mean, ft, et), kb.outputs[0], out_idx)
     return kb.finish()
+
+
+# -- N-D pools (max_pool3d, avg_pool3d, max_pool_with_indices), channels first ------
+
+
+def _pool_nd(op: GraphOp, name: str, kind: str) -> func.FuncOp:
+    """kind: "max", "avg" or "argmax" (max plus the flat input index of the
+    window's first maximum, in a second output)."""
+    from dlc.dialects.graph import pool_geometry, pool_index_steps
+
+    x_t, out_t = op.operands[0].type, op.results[0].type
+    et = out_t.element_type
+    xs = x_t.get_shape()
+    in_dims = xs[2:]
+    kernel_, strides, dil, pads, out = pool_geometry(op.attrs, in_dims)
+    n = len(in_dims)
+    is_max = kind != "avg"
+    out_types = [r.type for r in op.results]
+    names = ["x", "out"] if len(out_types) == 1 else ["x", "out", "indices"]
+    kb = KernelBuilder(name, [x_t], out_types, op.name, names)
+    identity = kb.const(lowest(et) if is_max else 0, et)
+    with kb.loops(["n", "c"] + [f"o{i}" for i in range(n)], list(xs[:2]) + list(out)) as ivs:
+        out_idx = ivs
+        kb.store(identity, kb.outputs[0], out_idx)
+        if kind == "argmax":
+            kb.store(kb.const(-1, i64), kb.outputs[1], out_idx)  # -1: no input tap yet
+            steps = pool_index_steps(in_dims, op.attrs.int("storage_order", 0))
+        with kb.loops([f"k{i}" for i in range(n)], kernel_) as taps:
+            in_idx, conds = list(ivs[:2]), []
+            for i in range(n):
+                pos = kb.iadd(kb.iadd(kb.imul(ivs[2 + i], strides[i]), kb.imul(taps[i], dil[i])), -pads[i])
+                top = (out[i] - 1) * strides[i] + (kernel_[i] - 1) * dil[i] - pads[i]
+                pos, ok = kb.clamp_index(pos, 0, in_dims[i], -pads[i], top)
+                in_idx.append(pos)
+                if ok is not None:
+                    conds.append(ok)
+            inside = kb.all_of(conds)
+            # outside taps contribute the identity (lowest for max, 0 for sum)
+            xv = kb.load_or(kb.inputs[0], in_idx, inside, identity)
+            acc = kb.load(kb.outputs[0], out_idx)
+            if kind == "argmax":
+                old = kb.load(kb.outputs[1], out_idx)
+                first = kb.emit(arith.CmpiOp(old, kb.const(0, i64), "slt"))
+                wins = kb.emit(arith.OrIOp(kb.cmp("gt", xv, acc, et), first))
+                better = kb.all_of([c for c in (inside, wins) if c is not None])
+                flat: Index = kb.imul(kb.iadd(kb.imul(in_idx[0], xs[1]), in_idx[1]), math.prod(in_dims))
+                for i in range(n):
+                    flat = kb.iadd(flat, kb.imul(in_idx[2 + i], steps[i]))
+                kb.store(kb.select(better, kb.index_to(flat, i64), old), kb.outputs[1], out_idx)
+                kb.store(kb.select(better, xv, acc), kb.outputs[0], out_idx)
+            else:
+                kb.store(kb.max(acc, xv, et) if is_max else kb.add(acc, xv, et), kb.outputs[0], out_idx)
+        if kind == "avg":
+            include = op.attrs.bool("count_include_pad")
+            ft = et if is_float(et) else f64
+            count = None
+            for i in range(n):
+                lo, hi = (-pads[i], in_dims[i] + pads[n + i]) if include else (0, in_dims[i])
+                per = [float(max(v, 1)) for v in _counts(out[i], kernel_[i], strides[i], dil[i], pads[i], lo, hi)]
+                factor = kb.const(per[0], ft) if len(set(per)) == 1 else static_table(kb, ivs[2 + i], per, ft)
+                count = factor if count is None else kb.mul(count, factor, ft)
+            total = kb.convert(kb.load(kb.outputs[0], out_idx), et, ft)
+            kb.store(kb.convert(kb.div(total, count, ft), ft, et), kb.outputs[0], out_idx)
+        if kind != "argmax":
+            kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
+    return kb.finish()
+
+
+@kernel("graph.max_pool3d")
+def lower_max_pool3d(op: GraphOp, name: str) -> func.FuncOp:
+    return _pool_nd(op, name, "max")
+
+
+@kernel("graph.avg_pool3d")
+def lower_avg_pool3d(op: GraphOp, name: str) -> func.FuncOp:
+    return _pool_nd(op, name, "avg")
+
+
+@kernel("graph.max_pool_with_indices")
+def lower_max_pool_with_indices(op: GraphOp, name: str) -> func.FuncOp:
+    return _pool_nd(op, name, "argmax")

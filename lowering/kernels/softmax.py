@@ -4,6 +4,13 @@ Per row (all dims but the axis, loops ``%d0..``) three passes over ``%r``:
 max, then exp(x - max) summed, then the normalisation. The row max and sum
 live in two kernel-local scratch buffers (``memref.alloca``) shaped like the
 rows, so the row loops stay independent (safe to parallelize).
+
+The max and sum loops are in-order reductions here (the GPU schedules read
+this form); on the CPU the default schedule splits each into vector-wide
+partial results (``lowering/schedule/rfactor.py``), so that they and the
+``exp`` (a polynomial after expand-math) run on whole vectors. ``fuse-ops``
+turns legalize's expansion (reduce_max, sub, exp, reduce_sum, div) back into
+``graph.softmax`` so that it runs as this one kernel.
 """
 
 from __future__ import annotations

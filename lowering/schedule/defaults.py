@@ -18,6 +18,7 @@ from dlc.lowering.schedule.annotate import parallel_problem, vectorize_problem
 from dlc.lowering.schedule.core import inner_loops
 from dlc.lowering.schedule.defaults_dense import schedule_dense
 from dlc.lowering.schedule.defaults_elementwise import schedule_generic
+from dlc.lowering.schedule.defaults_nchwc import schedule_nchwc
 
 
 # Waking a thread team costs microseconds (and far more when the machine is
@@ -39,7 +40,7 @@ def apply_default_schedules(
     for kernel in module.ops:
         if not isinstance(kernel, func.FuncOp) or KERNEL_ATTR not in kernel.attributes:
             continue
-        schedule_dense(kernel)  # matmul / conv2d: blocked schedules (defaults_dense.py)
+        schedule_nchwc(kernel) or schedule_dense(kernel)  # conv2d_nchwc (defaults_nchwc.py); matmul / conv2d (defaults_dense.py)
         # everything else, and nests a dense schedule left alone (fused epilogues)
         schedule_generic(kernel, min_parallel_iterations)
     return module

@@ -8,14 +8,16 @@ matmul (``C[b, m, n] = sum_k A[b, m, k] * B[b, k, n]``, batch dims optional)::
     C = 0                                       (distributed off: its own nest)
     parallel for b / for (mo, no) fused         MC x NC blocks of C
       for ko                                    KC slice of the reduction
-        Bp = pack B[ko:ko+KC, no:no+NC]         cache_read: L2-resident panel
+        Bp = pack B[ko:ko+KC, no:no+NC]         cache_read: L2-resident panel, laid out as
+                                                NC/NR contiguous KC x NR strips (streams)
         for mi                                  MR rows
           Ap = pack A[mi:mi+MR, ko:ko+KC]       cache_read (no 4 KiB L1 aliasing)
           for ni                                MR x NR register tile
             acc = C tile                        cache_write: SROA -> registers
             for ki                              k stays in order (sum order kept)
               for mr (unrolled)  for nr (vectorized)
-                acc[mr, nr] += Ap[mr, ki] * Bp[ki, ni+nr]   (contract -> FMA)
+                acc[mr, nr] += Ap[mr, ki] * Bp[ni/NR, ki, nr]   (contract -> FMA)
+            C tile = epilogue(acc) at the last ko, else acc   (fused elementwise tail)
 
 The order of the k summation is the source's (k ascending), so only the
 mul + add fusion (``contract``: one rounding instead of two) changes results.
@@ -25,12 +27,22 @@ into tail nests with simpler schedules, so the main part tiles exactly; cache
 blocks are divisors of the main part where possible (a split guard inside the
 micro-kernel on n stops its vectorization; on k it costs a branch per k step).
 
+At most SKINNY_ROWS rows (dense layers at batch 1: matrix-vector, memory-bound) the
+product takes ``_schedule_skinny`` instead: no packing, parallel column blocks, k outside
+the vectorized columns (each B row streamed once, the C chunk in L1).
+
+A fused kernel's elementwise tail (fuse-ops) is applied in the register tile's write-back
+(``lowering/schedule/epilogue.py``), at the last K block; partial tiles keep a small
+epilogue nest.
+
 conv2d (NCHW / OIHW, groups 1): the same idea with output-channel blocking
 (OCB accumulators) and a vector over output columns (TVM's NCHWc-style
 register tile): reduction loops ic, kh, kw move outside the (oc, ow) tile.
 With padding, the column loop is split so that its middle part provably
 never touches the padding; its clamped loads become plain stride-1 loads
-there and it vectorizes (the border columns stay scalar).
+there and it vectorizes (the border columns stay scalar). The CPU driver's
+conv kernels mostly come in the flattened padded form instead (groups 1,
+NCHW f32: kernels/conv.py); their schedule is in defaults_conv.py.
 """
 
 from __future__ import annotations
@@ -38,15 +50,18 @@ from __future__ import annotations
 import functools
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import IndexType, MemRefType
 from xdsl.dialects.utils.fast_math import FastMathFlag
 
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule import annotate
+from dlc.lowering.schedule.epilogue import fuse_epilogue
 from dlc.lowering.schedule.core import Schedule, ScheduleError, enclosing_loops, loop_name
 
 PANEL_FLOATS = 131072  # packed B panel: 512 KiB, half of a Zen 4 / recent Intel L2
 MC_CAP = 512  # rows of A per block (8 x 16 and 6 x 16 tiles: 8 KiB of A per register row)
+SKINNY_ROWS = 3  # at most this many rows of C: the matrix-vector schedule (_schedule_skinny)
+SKINNY_BLOCKS = 8  # column blocks of a skinny product (parallel work units)
 CONTRACT = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
 
 
@@ -67,10 +82,13 @@ def register_tile() -> tuple[int, int]:
     return (8, 16) if host_has_avx512() else (6, 16)
 
 
-def _allow_contract(kernel: func.FuncOp) -> None:
-    """Let LLVM fuse the accumulation's mul + add into an FMA (one rounding)."""
+def _allow_contract(kernel: func.FuncOp, only_in_k_loops: bool = False) -> None:
+    """Let LLVM fuse the accumulation's mul + add into an FMA (one rounding). With
+    `only_in_k_loops`, only the ops inside loops named k... (the matmul's reduction), not a
+    fused epilogue's (a mul then an add there keeps its two roundings, like numpy)."""
     for op in kernel.walk():
-        if isinstance(op, (arith.MulfOp, arith.AddfOp)):
+        if isinstance(op, (arith.MulfOp, arith.AddfOp)) and (not only_in_k_loops or any(
+                loop_name(loop).startswith("k") for loop in enclosing_loops(op))):
             op.properties["fastmath"] = CONTRACT
 
 
@@ -162,6 +180,8 @@ def schedule_matmul(s: Schedule) -> bool:
     mr, nr = register_tile()
     if n < nr // 2 or k < 2:
         return False
+    if m <= SKINNY_ROWS:
+        return _schedule_skinny(s, batch, n)
     mr = min(mr, m)
     nr = nr if n >= nr else nr // 2
     m0, n0 = m - m % mr, n - n % nr
@@ -205,10 +225,116 @@ def schedule_matmul(s: Schedule) -> bool:
         s.unroll("mr")
         s.vectorize("nr")
         _vectorize_copies(s, ("b_pack_d", "a_pack_d", "acc_d", "acc_out_d"))
+        _column_panels(s, "b_pack", nr)
         for tail in tails:
             _schedule_matmul_tail(s, tail, mr, nr)
-    _allow_contract(kernel)
+    _allow_contract(kernel, only_in_k_loops=True)
     return True
+
+
+def _column_panels(s: Schedule, name: str, width: int) -> None:
+    """Lay the packed ``[..., rows, cols]`` buffer `name` out as ``[..., cols / width, rows, width]``.
+
+    The micro-kernel reads a ``rows x width`` column strip of the packed B panel; stored
+    row-major, those rows are a whole panel row apart (2 KiB: they fall into two L1 sets
+    and a new page every other row); as contiguous strips they stream. The copy nest is
+    split so that its stores follow the new layout. Every access's column index must split
+    into a part that is a multiple of `width` (loop digits with such steps) and a rest
+    within ``[0, width)``; otherwise the buffer keeps its layout."""
+    from xdsl.dialects import memref
+
+    from dlc.lowering.schedule.affine import Affine, Digit, analyse
+    from dlc.lowering.schedule.cache import emit_affine
+
+    alloca = next((op for op in s.kernel.walk()
+                   if isinstance(op, memref.AllocaOp) and op.memref.name_hint == name), None)
+    if alloca is None:
+        return
+    *lead, rows, cols = alloca.memref.type.get_shape()
+    if cols % width or cols == width:
+        return
+    d_rows, d_cols = f"{name}_d{len(lead)}", f"{name}_d{len(lead) + 1}"
+    s.split(d_cols, width, f"{d_cols}o", f"{d_cols}i")
+    s.reorder(f"{d_cols}o", d_rows, f"{d_cols}i")
+    plans = []
+    for use in list(alloca.memref.uses):
+        op = use.operation
+        if not isinstance(op, (memref.LoadOp, memref.StoreOp)):
+            return
+        form = analyse(op.indices[-1])
+        if form is None:
+            return
+        high, low = Affine(), Affine({}, form.const)
+        for key, coef in form.terms.items():
+            if isinstance(key, Digit) and (coef * key.scale) % width == 0 and (coef * key.minimum) % width == 0:
+                high.terms[key] = coef
+            elif isinstance(key, Digit):
+                low.terms[key] = coef
+            else:
+                return
+        lo, hi = low.range_over({id(k.loop) for k in low.terms})
+        if lo < 0 or hi >= width:
+            return
+        plans.append((op, high, low))
+    panels = memref.AllocaOp.get(alloca.memref.type.element_type, shape=[*lead, cols // width, rows, width])
+    panels.memref.name_hint = name
+    alloca.parent.insert_op_before(panels, alloca)
+    for op, high, low in plans:
+        high_ops, high_value = emit_affine(high)
+        w = arith.ConstantOp.from_int_and_width(width, IndexType())
+        panel = arith.DivUIOp(high_value, w.result)
+        low_ops, low_value = emit_affine(low)
+        for new_op in high_ops + [w, panel] + low_ops:
+            op.parent.insert_op_before(new_op, op)
+        index = [*op.indices[:-2], panel.result, op.indices[-2], low_value]
+        if isinstance(op, memref.LoadOp):
+            new = memref.LoadOp.get(panels.memref, index)
+        else:
+            new = memref.StoreOp.get(op.value, panels.memref, index)
+        op.parent.insert_op_before(new, op)
+        if isinstance(op, memref.LoadOp):
+            op.res.replace_all_uses_with(new.res)
+        op.detach()
+        op.erase()
+    alloca.detach()
+    alloca.erase()
+
+
+def _schedule_skinny(s: Schedule, batch: list[str], n: int) -> bool:
+    """A few rows of C (dense layers at batch 1): memory-bound, B is read once.
+
+    No packing (it would only add traffic) and no register tile: each parallel block of
+    columns streams its rows of B once (k outside the columns), accumulating into its C
+    row chunk, which stays in L1; the column loop is vectorized."""
+    nc = _skinny_block(n)
+    with s.atomic():
+        for name in ["n", "m"] + batch[::-1]:
+            s.distribute(name)
+        _schedule_init(s, batch + ["m", "n"])
+        acc_batch = [f"{b}_s1" for b in batch]
+        if nc < n:
+            s.split("n_s1", nc, "no", "nn")
+            s.reorder(*acc_batch, "no", "m_s1", "k", "nn")
+            par = s.loop(acc_batch[0]) if acc_batch else s.loop("no")
+            inner = "nn"
+        else:
+            s.reorder(*acc_batch, "m_s1", "k", "n_s1")
+            par = s.loop(acc_batch[0]) if acc_batch else None
+            inner = "n_s1"
+        if par is not None and par.trip_count >= 2:
+            s.parallel(par)
+        if _vectorizable(s, inner):
+            s.vectorize(inner)
+    _allow_contract(s.kernel, only_in_k_loops=True)
+    return True
+
+
+def _skinny_block(n: int) -> int:
+    """Columns per parallel block: a divisor of n near n / SKINNY_BLOCKS, at least 128
+    (a split guard inside the vector loop would stop its vectorization); n if none."""
+    target = max(128, n // SKINNY_BLOCKS)
+    divisors = [d for d in range(128, n) if n % d == 0]
+    return min(divisors, key=lambda d: (abs(d - target), d)) if divisors else n
 
 
 def _nest_of(s: Schedule, innermost: str) -> list[str]:
@@ -219,6 +345,10 @@ def _nest_of(s: Schedule, innermost: str) -> list[str]:
 
 def schedule_conv2d(s: Schedule) -> bool:
     """Output-channel blocked, column-vectorized direct conv; False when it does not apply."""
+    from dlc.lowering.schedule.defaults_conv import is_flat_conv, schedule_conv2d_flat
+
+    if is_flat_conv(s):  # the flattened padded form (kernels/conv.py)
+        return schedule_conv2d_flat(s)
     kernel = s.kernel
     out_t = kernel.function_type.inputs.data[-1]
     if not isinstance(out_t, MemRefType) or str(out_t.element_type) != "f32":
@@ -365,6 +495,9 @@ def schedule_dense(kernel: func.FuncOp) -> bool:
     if any(isinstance(op, ForOp) and op.loop_kind != "serial" for op in kernel.walk()):
         return False  # already scheduled by hand
     try:
-        return schedule(Schedule(kernel))
+        done = schedule(Schedule(kernel))
     except ScheduleError:
         return False  # a shape the schedule's steps refuse: the generic default applies
+    if done and "tloop.fused" in kernel.attributes:
+        fuse_epilogue(kernel)  # the elementwise tail moves into the register tile's write-back
+    return done

@@ -8,8 +8,11 @@ For each top-level loop nest whose loops are all still serial:
   down through loops of 1 iteration (the batch loop of a batch-1 model) as
   long as each body holds a single loop, when the nest does enough work to
   pay for waking the threads and its iterations write disjoint elements;
+* rfactor: an innermost float sum/max/min reduction loop whose other accesses
+  are stride-1 becomes LANES interleaved partial results and a lane loop
+  (``rfactor.py``: max/min exact, the sum's order becomes LANES partial sums);
 * vectorized: every innermost loop whose accesses are stride-1 and that is
-  not a reduction loop (float reductions keep their order: no reassociation).
+  not a reduction loop (no other reassociation of float reductions).
 
 Every change is checked by the schedule analyses (``parallel_problem``,
 ``vectorize_problem``); when one cannot prove it safe, the loop stays serial.
@@ -23,6 +26,7 @@ from xdsl.dialects.builtin import StringAttr
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.annotate import parallel_problem, vectorize_problem
 from dlc.lowering.schedule.core import inner_loops
+from dlc.lowering.schedule.rfactor import rfactor_reductions
 
 
 def nest_iterations(loop: ForOp) -> int:
@@ -58,4 +62,5 @@ def schedule_generic(kernel: func.FuncOp, min_parallel_iterations: int) -> None:
     """Schedule every top-level nest of ``kernel`` that no schedule touched yet."""
     for top in [op for op in kernel.body.block.ops if isinstance(op, ForOp)]:
         if all(loop.loop_kind == "serial" for loop in [top] + inner_loops(top)):
+            rfactor_reductions(kernel, [top])  # float reductions -> vector-wide partials
             schedule_nest(top, min_parallel_iterations)

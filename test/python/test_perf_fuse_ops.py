@@ -37,11 +37,11 @@ def _kernels(text: str) -> list[str]:
     return [op.sym_name.data for op in module.ops if "tloop.kernel" in op.attributes]
 
 
-def _run(text: str, inputs: list[np.ndarray], rtol=1e-5):
+def _run(text: str, inputs: list[np.ndarray], rtol=1e-5, atol=1e-5):
     expected = evaluate(load_module(text), inputs)
     compiled = dlc.compile(text)
     for got, want in zip(compiled(*inputs), expected, strict=True):
-        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-5)
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=atol)
     return compiled
 
 
@@ -136,3 +136,59 @@ func.func @main(%x: tensor<3x1031xf32>) -> tensor<3x1031xf32> {
     compiled = dlc.compile(text)
     e = np.exp(x - x.max(-1, keepdims=True))
     np.testing.assert_allclose(compiled(x)[0], e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+# -- the epilogue inside the register tile's write-back (lowering/schedule/epilogue.py) ------
+
+def _scheduled_kernel(text: str) -> str:
+    """The fused kernel after lower-to-loops and the default schedules, as text."""
+    from dlc.lowering.schedule.defaults import apply_default_schedules
+
+    module = Parser(make_context(), text).parse_module()
+    FuseOpsPass().apply(make_context(), module)
+    lower_module(module)
+    apply_default_schedules(module)
+    (kernel,) = [op for op in module.ops if "tloop.fused" in op.attributes]
+    return str(kernel)
+
+
+def _dense_chain(batch: tuple[int, ...], m: int, n: int, k: int) -> str:
+    a, b = tuple(batch) + (m, k), (k, n)
+    o = tuple(batch) + (m, n)
+    t = lambda s: "tensor<" + "x".join(map(str, s)) + "xf32>"  # noqa: E731
+    return f"""
+func.func @main(%a: {t(a)}, %b: {t(b)}, %bias: {t((n,))}, %r: {t(o)}) -> {t(o)} {{
+  %c = graph.matmul %a, %b : ({t(a)}, {t(b)}) -> {t(o)}
+  %d = graph.add %c, %bias : ({t(o)}, {t((n,))}) -> {t(o)}
+  %e = graph.add %r, %d : ({t(o)}, {t(o)}) -> {t(o)}
+  %f = graph.clip %e {{min = -1.5 : f32, max = 2.5 : f32}} : ({t(o)}) -> {t(o)}
+  func.return %f : {t(o)}
+}}"""
+
+
+# primes, 1, exact tiles, K split into blocks (k=600 with n > 512: the last-block guard),
+# tails in both M and N, a batch dimension, the skinny (matrix-vector) schedule
+@pytest.mark.parametrize("batch,m,n,k", [((), 1, 1, 1), ((), 1, 67, 13), ((), 8, 16, 1), ((), 37, 1029, 600),
+                                         ((), 67, 53, 31), ((), 3, 200, 1031), ((2,), 9, 17, 5)])
+def test_dense_epilogue_in_write_back_executes_like_the_evaluator(batch, m, n, k):
+    text = _dense_chain(batch, m, n, k)
+    shapes = [tuple(batch) + (m, k), (k, n), (n,), tuple(batch) + (m, n)]
+    inputs = [RNG.normal(size=s).astype(np.float32) for s in shapes]
+    _run(text, inputs, rtol=1e-4, atol=2e-6 * k)  # sums of k products: rounding grows with k
+
+
+def test_dense_epilogue_moves_into_the_write_back():
+    kernel = _scheduled_kernel(_dense_chain((), 37, 1029, 600))
+    # the clip (maximumf/minimumf) runs in the acc_out copy, under `if last K block`;
+    # only the partial tiles (rows 32.., columns 1024..) keep a separate epilogue nest
+    write_back = kernel[kernel.index("scf.if"):kernel.index("} else {")]
+    assert "acc_out_d1" in write_back and "arith.minimumf" in write_back and "%extra1" in write_back
+    assert "tloop.for %m_s2 = 0 to 32" in kernel and "tloop.for %n_s2_eb = 1024 to 1029" in kernel
+    assert "tloop.for %m_s2_ea = 32 to 37" in kernel and "%n_s2 = 0 to 1024" not in kernel
+    assert kernel.count("arith.minimumf") == 3  # write-back, column tail, row tail
+
+
+def test_dense_epilogue_without_k_blocks_has_no_guard_and_no_epilogue_nest():
+    kernel = _scheduled_kernel(_dense_chain((), 64, 48, 64))
+    assert "scf.if" not in kernel and kernel.count("arith.minimumf") == 1
+    assert "%m_s2" not in kernel

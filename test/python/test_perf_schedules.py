@@ -55,7 +55,10 @@ def test_reduction_parallel_over_kept_rows_and_serial_inside():
   func.return %y : tensor<1x257x1xf32>
 }"""
     (kinds,) = _loops(text).values()
-    assert kinds == [("d0", "serial"), ("d1", "parallel"), ("r0", "serial")]
+    # rfactor (lowering/schedule/rfactor.py): 16 partial sums in a vectorized lane loop, the
+    # lanes folded in order, then the 1031 % 16 tail in order
+    assert kinds == [("d0", "serial"), ("d1", "parallel"), ("r0_li", "vectorized"), ("r0_ro", "serial"),
+                     ("r0_l", "vectorized"), ("r0_lf", "serial"), ("r0", "serial")]
 
 
 def test_fused_dense_epilogue_nest_is_scheduled_and_correct():

@@ -158,3 +158,51 @@ def test_small_cnn_compiles_and_matches_onnxruntime():
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
     expected = session.run(None, {session.get_inputs()[0].name: x})[0]
     np.testing.assert_allclose(compiled(x)[0], expected, rtol=1e-4, atol=1e-5)
+
+
+# compiled (simplify-inference + fuse-ops + the schedules) against the evaluator on the
+# graph before any pass: primes, 1, channel counts that are not a register tile's multiple
+@pytest.mark.parametrize("n,c,o,hw", [(1, 1, 1, 5), (2, 3, 7, 9), (1, 5, 13, 11), (1, 4, 16, 7)])
+def test_conv_batch_norm_compiled_matches_the_unsimplified_graph(n, c, o, hw):
+    text = f"""
+func.func @main(%x: tensor<{n}x{c}x{hw}x{hw}xf32>) -> tensor<{n}x{o}x{hw}x{hw}xf32> {{
+  %w = graph.weight "w" : tensor<{o}x{c}x3x3xf32>
+  %s = graph.weight "scale" : tensor<{o}xf32>
+  %b = graph.weight "bias" : tensor<{o}xf32>
+  %m = graph.weight "mean" : tensor<{o}xf32>
+  %v = graph.weight "var" : tensor<{o}xf32>
+  %y = graph.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>}} : (tensor<{n}x{c}x{hw}x{hw}xf32>, tensor<{o}x{c}x3x3xf32>) -> tensor<{n}x{o}x{hw}x{hw}xf32>
+  %z = graph.batch_norm %y, %s, %b, %m, %v : (tensor<{n}x{o}x{hw}x{hw}xf32>, tensor<{o}xf32>, tensor<{o}xf32>, tensor<{o}xf32>, tensor<{o}xf32>) -> tensor<{n}x{o}x{hw}x{hw}xf32>
+  %r = graph.relu %z : (tensor<{n}x{o}x{hw}x{hw}xf32>) -> tensor<{n}x{o}x{hw}x{hw}xf32>
+  func.return %r : tensor<{n}x{o}x{hw}x{hw}xf32>
+}}"""
+    module = _module(text, {"w": RNG.normal(size=(o, c, 3, 3)), **_bn_params(o)})
+    x = RNG.normal(size=(n, c, hw, hw)).astype(np.float32)
+    expected = evaluate(module, [x])[0]
+    got = dlc.compile(module)(x)[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("m,k,n", [(1, 13, 5), (7, 1, 3), (11, 29, 67)])
+def test_dense_scale_shift_compiled_matches_the_unsimplified_graph(m, k, n):
+    text = f"""
+func.func @main(%x: tensor<{m}x{k}xf32>) -> tensor<{m}x{n}xf32> {{
+  %w = graph.weight "w" : tensor<{k}x{n}xf32>
+  %b = graph.weight "b" : tensor<{n}xf32>
+  %s = graph.weight "s" : tensor<{n}xf32>
+  %t = graph.weight "t" : tensor<1x{n}xf32>
+  %y = graph.matmul %x, %w : (tensor<{m}x{k}xf32>, tensor<{k}x{n}xf32>) -> tensor<{m}x{n}xf32>
+  %a = graph.add %y, %b : (tensor<{m}x{n}xf32>, tensor<{n}xf32>) -> tensor<{m}x{n}xf32>
+  %p = graph.mul %a, %s : (tensor<{m}x{n}xf32>, tensor<{n}xf32>) -> tensor<{m}x{n}xf32>
+  %q = graph.add %p, %t : (tensor<{m}x{n}xf32>, tensor<1x{n}xf32>) -> tensor<{m}x{n}xf32>
+  func.return %q : tensor<{m}x{n}xf32>
+}}"""
+    weights = {"w": RNG.normal(size=(k, n)), "b": RNG.normal(size=n), "s": RNG.normal(size=n),
+               "t": RNG.normal(size=(1, n))}
+    module = _module(text, weights)
+    x = RNG.normal(size=(m, k)).astype(np.float32)
+    expected = evaluate(module, [x])[0]
+    # the scale went into W, the two biases became one
+    counts = _simplify_and_compare(_module(text, weights), [x])
+    assert counts["graph.mul"] == 0 and counts["graph.add"] == 1
+    np.testing.assert_allclose(dlc.compile(module)(x)[0], expected, rtol=1e-4, atol=1e-4)

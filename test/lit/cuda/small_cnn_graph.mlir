@@ -39,8 +39,7 @@ func.func @cnn(%x: tensor<2x3x7x5xf32>) -> tensor<2x5xf32> {
 // CHECK-NEXT: // launch: grid (1, 1, 1), block (96, 1, 1)
 // CHECK:      // @cnn_{{[0-9]+}}_reduce_mean: graph.reduce_mean
 // CHECK:      // @cnn_{{[0-9]+}}_matmul{{[a-z_]*}}: graph.matmul
-// CHECK:      // @cnn_{{[0-9]+}}_reduce_max: graph.reduce_max
-// CHECK:      // @cnn_{{[0-9]+}}_{{sub|sub_exp}}: graph.sub
+// CHECK:      // @cnn_{{[0-9]+}}_softmax: graph.softmax
 // CHECK:      // Host entry for @cnn: inputs, outputs (host memory), then the weights
 // CHECK-NEXT: // array in this order: {{.+}}.
 // CHECK-NEXT: extern "C" int dlc_cnn(const float* x, float* result0, const void* const* dlc_weights) {

@@ -18,8 +18,8 @@ func.func @f() {
 // -----
 
 func.func @f() {
-  // expected-error @+1 {{graph.constant: element type bf16 is not supported}}
-  %0 = graph.constant dense<[1.0, 2.0]> : tensor<2xbf16>
+  // expected-error @+1 {{graph.constant: element type f8E3M4 is not supported}}
+  %0 = graph.constant dense<[1.0, 2.0]> : tensor<2xf8E3M4>
   func.return
 }
 

@@ -1,17 +1,17 @@
 // Verifier rules of the elementwise ops and the shared GraphOp checks, one per chunk.
 // RUN: dlc-opt --split-input-file --verify-diagnostics %s
 
-func.func @f(%x: tensor<4xbf16>) {
-  // expected-error @+1 {{graph.neg: operand #0: element type bf16 is not supported}}
-  %0 = graph.neg %x : (tensor<4xbf16>) -> tensor<4xbf16>
+func.func @f(%x: tensor<4xf8E3M4>) {
+  // expected-error @+1 {{graph.neg: operand #0: element type f8E3M4 is not supported}}
+  %0 = graph.neg %x : (tensor<4xf8E3M4>) -> tensor<4xf8E3M4>
   func.return
 }
 
 // -----
 
-func.func @f(%x: tensor<4xi4>) {
-  // expected-error @+1 {{element type i4 is not supported}}
-  %0 = graph.neg %x : (tensor<4xi4>) -> tensor<4xi4>
+func.func @f(%x: tensor<4xi3>) {
+  // expected-error @+1 {{element type i3 is not supported}}
+  %0 = graph.neg %x : (tensor<4xi3>) -> tensor<4xi3>
   func.return
 }
 

@@ -1,0 +1,153 @@
+"""Default CPU schedule of conv2d_nchwc (alter-op-layout's blocked conv).
+
+TVM's x86 conv2d_NCHWc micro-kernel, written with the schedule primitives
+(distribute, split_range, split, reorder, fuse, parallel, cache_write,
+unroll, vectorize)::
+
+    out = 0                                         (distributed off: its own nest)
+    parallel for (n, ocb) fused                     output-channel blocks
+      for oh [/ rows], owo                          a tile of rows x cols outputs
+        acc = out tile [rows, cols, ob]             cache_write: registers
+        for icb, kh, kw, ic                         the reduction, in source order
+          for row, col (unrolled)  for oc (vector)  one input scalar broadcast per output,
+            acc[row, col, oc] += x[.., ic] * w[ocb, .., ic, oc]   one FMA with the weight vector
+
+``oc`` is the block of output channels (16 floats: one AVX-512 vector), so
+the tile is rows x cols vector accumulators (see :func:`register_tile`); the
+last oh % rows rows and ow % cols columns get tiles of their own. The
+summation order over (icb, kh, kw, ic) is the source's; only mul + add
+contract into FMAs. The input is pre-padded by alter-op-layout (graph.pad),
+so the tile has no bounds checks.
+
+The ``oc`` loops (and the tile copies' innermost loops) carry
+``dlc.whole_vector``: lower-to-llvm then asks LLVM not to unroll them, so its
+loop vectorizer sees each as one 16-lane vector; otherwise LLVM's full unroll
+scalarizes them first and the SLP vectorizer rebuilds the tile from 4- and
+8-lane pieces and shuffles (measured: 3-5x slower).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func
+from xdsl.dialects.builtin import MemRefType, UnitAttr
+
+from dlc.dialects.tloop import ForOp
+from dlc.lowering.schedule.core import Schedule, ScheduleError, loop_name
+from dlc.lowering.schedule.defaults_dense import (
+    _allow_contract,
+    _fuse_all,
+    _names,
+    _schedule_init,
+    _vectorizable,
+)
+
+
+MIN_TILE, MAX_TILE = 10, 16  # accumulator vectors of the register tile (32 zmm registers)
+
+
+def register_tile(oh: int, ow: int) -> tuple[int, int]:
+    """(rows, columns) of the output tile held in registers, rows x columns in [10, 16].
+
+    At least 10 independent FMA chains hide the FMA latency (2 pipes x 4-5 cycles); at most
+    16 accumulators leave registers for the weight vector and broadcasts (32 zmm). Columns:
+    a divisor of the row when there is one (no tail tile); narrow rows (ResNet's 7x7) take
+    two or more rows per tile."""
+    for d in range(MAX_TILE, MIN_TILE - 1, -1):
+        if ow % d == 0:
+            return 1, d
+    if ow >= MIN_TILE:
+        return 1, MAX_TILE if ow > MAX_TILE else ow
+    rows = min(-(-MIN_TILE // ow), oh)
+    return rows, ow
+
+
+def schedule_conv2d_nchwc(s: Schedule) -> bool:
+    """The register-tiled schedule above; False (kernel untouched) when it does not apply."""
+    kernel = s.kernel
+    out_t = kernel.function_type.inputs.data[-1]
+    if not isinstance(out_t, MemRefType) or str(out_t.element_type) != "f32":
+        return False
+    names = _names(s)
+    if names[:5] != ["n", "ocb", "oh", "ow", "oc"] or not {"icb", "kh", "kw", "ic"} <= set(names):
+        return False
+    oh, ow = s.loop("oh").trip_count, s.loop("ow").trip_count
+    rows, cols = register_tile(oh, ow)
+    with s.atomic():
+        for name in ("oc", "ow", "oh", "ocb", "n"):
+            s.distribute(name)
+        _schedule_init(s, ["n", "ocb", "oh", "ow", "oc"])
+        tiles = []  # (row loop or None, column loop, suffix of the nest's loop names)
+        # partial tiles: the last oh % rows rows (all columns), the last ow % cols columns
+        if oh % rows:
+            s.split_range("oh_s1", oh - oh % rows, "_t")
+            tiles.append(("oh_s1_t", "ow_s1_t", "_t"))
+        if ow % cols:  # (only with rows == 1: narrow rows are never split)
+            s.split_range("ow_s1", ow - ow % cols, "_u")
+            tiles.append((None, "ow_s1_u", "_u"))
+        par = _fuse_all(s, ["n_s1", "ocb_s1"])
+        if par.trip_count >= 2:
+            s.parallel(par)
+        if rows > 1:
+            s.split("oh_s1", rows, "oho", "ohi")
+        _register_tile(s, "ohi" if rows > 1 else None, "ow_s1", cols, "")
+        for row, col, suffix in tiles:
+            _register_tile(s, row, col, s.loop(col).trip_count, suffix)
+    _allow_contract(kernel)
+    return True
+
+
+def _register_tile(s: Schedule, row: str | None, col: str, cols: int, suffix: str) -> None:
+    """[rows x] cols output vectors accumulated in registers over the whole reduction:
+    ``for owo: acc = out tile; for icb, kh, kw, ic: for row, col (unrolled): for oc (vector)``."""
+    owo, owi = f"owo{suffix}", f"owi{suffix}"
+    s.split(col, cols, owo, owi)
+    reduction = [f"icb{suffix}", f"kh{suffix}", f"kw{suffix}", f"ic{suffix}"]
+    vector = f"oc_s1{suffix}"
+    unrolled = ([row] if row else []) + [owi]
+    s.reorder(owo, *reduction, *unrolled, vector)
+    acc = f"acc{suffix}"
+    s.cache_write("out", owo, acc)
+    for name in unrolled:
+        s.unroll(name)
+    _whole_vector(s, vector)
+    # the tile copies unrolled too: constant indices let LLVM keep the tile in registers (SROA)
+    for loop in s.loops():
+        name = loop_name(loop)
+        for prefix in (f"{acc}_d", f"{acc}_out_d"):
+            if name.startswith(prefix) and name[len(prefix):].isdigit() and loop.loop_kind == "serial":
+                if name == _innermost_copy_loop(s, prefix):
+                    _whole_vector(s, name)
+                elif loop.trip_count > 1:
+                    s.unroll(loop)
+
+
+def _innermost_copy_loop(s: Schedule, prefix: str) -> str:
+    names = [loop_name(l) for l in s.loops() if loop_name(l).startswith(prefix)
+             and loop_name(l)[len(prefix):].isdigit()]
+    return max(names, key=lambda n: int(n[len(prefix):]))
+
+
+def _whole_vector(s: Schedule, name: str) -> None:
+    """Vectorize `name` as one vector per iteration of its enclosing loops: LLVM must not
+    unroll it first (see lower_to_llvm: ``dlc.whole_vector``)."""
+    if not _vectorizable(s, name):
+        return
+    s.vectorize(name)
+    s.loop(name).attributes["dlc.whole_vector"] = UnitAttr()
+
+
+SCHEDULES = {"graph.conv2d_nchwc": schedule_conv2d_nchwc}
+
+
+def schedule_nchwc(kernel: func.FuncOp) -> bool:
+    """Apply the blocked-layout schedule for this kernel's source op, if any."""
+    source = kernel.attributes.get("tloop.source")
+    schedule = SCHEDULES.get(getattr(source, "data", None))
+    if schedule is None:
+        return False
+    if any(isinstance(op, ForOp) and op.loop_kind != "serial" for op in kernel.walk()):
+        return False  # already scheduled by hand
+    try:
+        return schedule(Schedule(kernel))
+    except ScheduleError:
+        return False  # a shape the schedule's steps refuse: the generic default applies

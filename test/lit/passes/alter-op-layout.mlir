@@ -1,0 +1,85 @@
+// alter-op-layout: conv2d chains run in NCHW{b}c; layout transforms only at the boundaries,
+// weights and per-channel constants re-laid out at compile time.
+// RUN: dlc-opt %s --split-input-file -p alter-op-layout | filecheck %s
+// RUN: dlc-opt %s --split-input-file -p 'alter-op-layout{block=8}' | filecheck %s --check-prefix=B8
+
+// conv -> bias -> relu -> conv -> residual add -> relu: one transform in, one out.
+func.func @chain(%x: tensor<1x3x11x13xf32>) -> tensor<1x20x6x7xf32> {
+  %w1 = graph.constant dense<0.5> : tensor<20x3x3x3xf32>
+  %b1 = graph.constant dense<0.25> : tensor<20x1x1xf32>
+  %w2 = graph.constant dense<0.125> : tensor<20x20x3x3xf32>
+  %c = graph.conv2d %x, %w1 {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x11x13xf32>, tensor<20x3x3x3xf32>) -> tensor<1x20x6x7xf32>
+  %a = graph.add %c, %b1 : (tensor<1x20x6x7xf32>, tensor<20x1x1xf32>) -> tensor<1x20x6x7xf32>
+  %r = graph.relu %a : (tensor<1x20x6x7xf32>) -> tensor<1x20x6x7xf32>
+  %c2 = graph.conv2d %r, %w2 {padding = array<i64: 1, 1, 1, 1>} : (tensor<1x20x6x7xf32>, tensor<20x20x3x3xf32>) -> tensor<1x20x6x7xf32>
+  %s = graph.add %c2, %r : (tensor<1x20x6x7xf32>, tensor<1x20x6x7xf32>) -> tensor<1x20x6x7xf32>
+  %o = graph.relu %s : (tensor<1x20x6x7xf32>) -> tensor<1x20x6x7xf32>
+  func.return %o : tensor<1x20x6x7xf32>
+}
+// CHECK-LABEL: func.func @chain
+// CHECK-NOT:     graph.conv2d %
+// CHECK:         %[[XB:.*]] = graph.layout_transform %x {src = "NCHW", dst = "NCHW3c"} : (tensor<1x3x11x13xf32>) -> tensor<1x1x11x13x3xf32>
+// CHECK-NEXT:    %[[W1:.*]] = graph.weight "const.layout_transform" : tensor<2x1x3x3x3x16xf32>
+// CHECK-NEXT:    %[[XP:.*]] = graph.pad %[[XB]] {pads = array<i64: 0, 0, 1, 1, 0, 0, 0, 1, 1, 0>}
+// CHECK-NEXT:    %[[C1:.*]] = graph.conv2d_nchwc %[[XP]], %[[W1]] {strides = array<i64: 2, 2>} : (tensor<1x1x13x15x3xf32>, tensor<2x1x3x3x3x16xf32>) -> tensor<1x2x6x7x16xf32>
+// the bias: [20,1,1] -> [1,2,1,1,16], channels 20..31 zero, folded to a constant
+// CHECK-NEXT:    %[[B1:.*]] = graph.constant dense<{{.*}}2.500000e-01, 0.000000e+00{{.*}}> : tensor<1x2x1x1x16xf32>
+// CHECK-NEXT:    %[[A:.*]] = graph.add %[[C1]], %[[B1]] : (tensor<1x2x6x7x16xf32>, tensor<1x2x1x1x16xf32>) -> tensor<1x2x6x7x16xf32>
+// CHECK-NEXT:    %[[R:.*]] = graph.relu %[[A]] : (tensor<1x2x6x7x16xf32>) -> tensor<1x2x6x7x16xf32>
+// CHECK-NEXT:    %[[W2:.*]] = graph.weight "const.layout_transform_1" : tensor<2x2x3x3x16x16xf32>
+// CHECK-NEXT:    %[[RP:.*]] = graph.pad %[[R]]
+// CHECK-NEXT:    %[[C2:.*]] = graph.conv2d_nchwc %[[RP]], %[[W2]] : (tensor<1x2x8x9x16xf32>, tensor<2x2x3x3x16x16xf32>) -> tensor<1x2x6x7x16xf32>
+// CHECK-NEXT:    %[[S:.*]] = graph.add %[[C2]], %[[R]] : (tensor<1x2x6x7x16xf32>, tensor<1x2x6x7x16xf32>) -> tensor<1x2x6x7x16xf32>
+// CHECK-NEXT:    %[[O:.*]] = graph.relu %[[S]]
+// CHECK-NEXT:    %[[Y:.*]] = graph.layout_transform %[[O]] {src = "NCHW16c", dst = "NCHW", channels = 20 : i64} : (tensor<1x2x6x7x16xf32>) -> tensor<1x20x6x7xf32>
+// CHECK-NEXT:    func.return %[[Y]] : tensor<1x20x6x7xf32>
+// B8-LABEL: func.func @chain
+// B8:         graph.conv2d_nchwc {{.*}} -> tensor<1x3x6x7x8xf32>
+// B8:         graph.layout_transform {{.*}} {src = "NCHW8c", dst = "NCHW", channels = 20 : i64}
+
+// -----
+
+// An op without a blocked form (max_pool2d) reads the conv result through one transform
+// back; the relu both read stays blocked and gets its own transform for the return.
+func.func @unsupported_consumer(%x: tensor<1x16x8x8xf32>) -> (tensor<1x16x4x4xf32>, tensor<1x16x8x8xf32>) {
+  %w = graph.constant dense<1.0> : tensor<16x16x1x1xf32>
+  %c = graph.conv2d %x, %w : (tensor<1x16x8x8xf32>, tensor<16x16x1x1xf32>) -> tensor<1x16x8x8xf32>
+  %r = graph.relu %c : (tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %p = graph.max_pool2d %r {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>} : (tensor<1x16x8x8xf32>) -> tensor<1x16x4x4xf32>
+  func.return %p, %r : tensor<1x16x4x4xf32>, tensor<1x16x8x8xf32>
+}
+// CHECK-LABEL: func.func @unsupported_consumer
+// CHECK:         %[[XB:.*]] = graph.layout_transform %x {src = "NCHW", dst = "NCHW16c"}
+// CHECK-NEXT:    %[[W:.*]] = graph.weight "const.layout_transform" : tensor<1x1x1x1x16x16xf32>
+// CHECK-NEXT:    %[[C:.*]] = graph.conv2d_nchwc %[[XB]], %[[W]]
+// CHECK-NEXT:    %[[R:.*]] = graph.relu %[[C]] : (tensor<1x1x8x8x16xf32>) -> tensor<1x1x8x8x16xf32>
+// CHECK-NEXT:    %[[BACK:.*]] = graph.layout_transform %[[R]] {src = "NCHW16c", dst = "NCHW", channels = 16 : i64}
+// CHECK-NEXT:    %[[P:.*]] = graph.max_pool2d %[[BACK]]
+// CHECK-NEXT:    func.return %[[P]], %[[BACK]]
+// CHECK-NOT:     graph.layout_transform
+
+// -----
+
+// Left alone: grouped and NHWC convs, and a conv whose weights are a run-time input
+// are converted with a run-time weight transform (nothing to fold).
+func.func @left_alone(%x: tensor<1x4x5x5xf32>, %w: tensor<4x2x3x3xf32>, %h: tensor<1x5x5x4xf32>, %k: tensor<3x3x4x4xf32>) -> (tensor<1x4x3x3xf32>, tensor<1x3x3x4xf32>) {
+  %g = graph.conv2d %x, %w {groups = 2 : i64} : (tensor<1x4x5x5xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x3x3xf32>
+  %n = graph.conv2d %h, %k {data_layout = "NHWC", kernel_layout = "HWIO"} : (tensor<1x5x5x4xf32>, tensor<3x3x4x4xf32>) -> tensor<1x3x3x4xf32>
+  func.return %g, %n : tensor<1x4x3x3xf32>, tensor<1x3x3x4xf32>
+}
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NEXT:    graph.conv2d %x, %w {groups = 2 : i64}
+// CHECK-NEXT:    graph.conv2d %h, %k {data_layout = "NHWC", kernel_layout = "HWIO"}
+// CHECK-NEXT:    func.return
+
+// -----
+
+func.func @runtime_weight(%x: tensor<1x4x5x5xf32>, %w: tensor<8x4x1x1xf32>) -> tensor<1x8x5x5xf32> {
+  %c = graph.conv2d %x, %w : (tensor<1x4x5x5xf32>, tensor<8x4x1x1xf32>) -> tensor<1x8x5x5xf32>
+  func.return %c : tensor<1x8x5x5xf32>
+}
+// CHECK-LABEL: func.func @runtime_weight
+// CHECK-NEXT:    graph.layout_transform %x {src = "NCHW", dst = "NCHW4c"}
+// CHECK-NEXT:    graph.layout_transform %w {src = "OIHW", dst = "OIHW4i16o"} : (tensor<8x4x1x1xf32>) -> tensor<1x1x1x1x4x16xf32>
+// CHECK-NEXT:    graph.conv2d_nchwc
+// CHECK-NEXT:    graph.layout_transform {{.*}} {src = "NCHW16c", dst = "NCHW", channels = 8 : i64}

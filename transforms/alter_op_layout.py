@@ -1,0 +1,224 @@
+"""`alter-op-layout`: run conv2d chains in the channel-blocked NCHW{b}c layout.
+
+``alter-op-layout{block=16}``
+
+TVM's x86 conv2d_NCHWc strategy. In every graph function:
+
+* each ``conv2d`` (NCHW / OIHW, groups 1, float) becomes ``conv2d_nchwc`` on
+  NCHW{b}c activations and OIHW{i}i{b}o weights (output blocks of ``block``
+  channels: one vector; the input block is the producer's block, or for a
+  plain input with fewer than ``block`` channels that channel count, so a
+  3-channel image is not padded to 16); spatial padding becomes an explicit
+  ``graph.pad`` of the blocked input (TVM's data_pad), so the conv kernel's
+  register tile has no bounds checks;
+* the blocked layout propagates through the ops that do not care about it:
+  elementwise unary ops that map 0 to a finite value (relu, clip, sigmoid,
+  ...), and add/sub/mul/max/min whose operands are blocked values of the
+  same shape, scalars, or per-channel constants (``[C,1,1]``/``[1,C,1,1]``:
+  re-laid out to ``[1,C/b,1,1,b]`` with zero padding);
+* a ``layout_transform`` back to NCHW is inserted once per blocked value that
+  some other op (or the function's return) reads, and one to NCHW{b}c once
+  per plain value a converted op reads.
+
+Constant weights (``graph.constant``/``graph.weight``) are re-laid out here,
+at compile time, with fold-constant's folding (no size limit: a re-laid-out
+weight is barely larger than the original), so no weight transform runs at
+run time. Padded channels hold zeros after a conv; the propagated ops keep
+them finite, and the next conv multiplies them by zero weights.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import PatternRewriter
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from dlc.dialects import graph as g
+from dlc.dialects.graph_base import GraphOp, is_float
+from dlc.transforms.fold_constant import FoldConstantOps, _weight_names
+from dlc.weights import store_of
+
+# f(0) is finite for these, so padded (zero) channels stay finite
+LAYOUT_FREE_UNARY = ("graph.relu", "graph.clip", "graph.leaky_relu", "graph.sigmoid", "graph.tanh",
+                     "graph.hard_sigmoid", "graph.elu", "graph.abs", "graph.neg")
+# 0 op 0 is finite for these (not div, pow, mod: 0/0 would poison the next conv)
+LAYOUT_FREE_BINARY = ("graph.add", "graph.sub", "graph.mul", "graph.max", "graph.min")
+
+
+def _shape(value: SSAValue) -> tuple[int, ...]:
+    return tuple(value.type.get_shape())
+
+
+def _convertible_conv(op: Operation) -> bool:
+    if not isinstance(op, g.Conv2DOp):
+        return False
+    a = op.attrs
+    return (a.str("data_layout", "NCHW") == "NCHW" and a.str("kernel_layout", "OIHW") == "OIHW"
+            and a.int("groups", 1) == 1 and is_float(op.results[0].type.element_type))
+
+
+class _FunctionRewrite:
+    """One forward walk over a function's block (see module docstring)."""
+
+    def __init__(self, fn: func.FuncOp, block: int):
+        self.fn = fn
+        self.block = block
+        self.blocked: dict[SSAValue, SSAValue] = {}  # NCHW value -> its NCHW{b}c twin
+        self.to_blocked_cache: dict[SSAValue, SSAValue] = {}
+        self.pad_cache: dict[tuple[SSAValue, tuple[int, ...]], SSAValue] = {}
+        self.converted: list[Operation] = []
+        self.constant_ops: list[Operation] = []  # relayouts of constants, folded afterwards
+
+    def run(self) -> None:
+        for op in list(self.fn.body.block.ops):
+            if _convertible_conv(op):
+                self._convert_conv(op)
+            elif op.name in LAYOUT_FREE_UNARY + LAYOUT_FREE_BINARY:
+                self._convert_elementwise(op)
+        self._restore_plain_uses()
+        for op in reversed(self.converted):
+            Rewriter.erase_op(op)
+
+    # -- helpers ------------------------------------------------------------------
+    def _insert(self, new: Operation, before: Operation) -> SSAValue:
+        Rewriter.insert_op(new, InsertPoint.before(before))
+        if all(isinstance(v.owner, (g.ConstantOp, g.WeightOp)) or v.owner in self.constant_ops
+               for v in new.operands):
+            self.constant_ops.append(new)
+        return new.results[0]
+
+    def _to_blocked(self, value: SSAValue, before: Operation) -> SSAValue:
+        if value in self.blocked:
+            return self.blocked[value]
+        if value not in self.to_blocked_cache:
+            c = _shape(value)[1]
+            b = self.block if c >= self.block else c
+            t = g.LayoutTransformOp.make(value, src="NCHW", dst=f"NCHW{b}c")
+            self.to_blocked_cache[value] = self._insert(t, before)
+        return self.to_blocked_cache[value]
+
+    # -- conversions ----------------------------------------------------------------
+    def _convert_conv(self, op: g.Conv2DOp) -> None:
+        x = self._to_blocked(op.operands[0], op)
+        ib = _shape(x)[4]
+        w = self._insert(g.LayoutTransformOp.make(
+            op.operands[1], src="OIHW", dst=f"OIHW{ib}i{self.block}o"), op)
+        attrs = {k: op.attributes[k] for k in ("strides", "dilations") if k in op.attributes}
+        pt, pl, pb, pr = op.attrs.ints("padding", (0, 0, 0, 0))
+        if (pt, pl, pb, pr) != (0, 0, 0, 0):
+            x = self._padded(x, (pt, pl, pb, pr), op)
+        conv = g.Conv2DNCHWcOp.make(x, w, **attrs)
+        self._replace(op, conv)
+
+    def _padded(self, x: SSAValue, pads: tuple[int, int, int, int], before: Operation) -> SSAValue:
+        """``x`` with zero rows/columns around (one graph.pad per value and padding): the
+        conv kernel then has no bounds checks in its register tile."""
+        key = (x, pads)
+        if key not in self.pad_cache:
+            pt, pl, pb, pr = pads
+            pad = g.PadOp.make(x, pads=[0, 0, pt, pl, 0, 0, 0, pb, pr, 0])
+            self.pad_cache[key] = self._insert(pad, before)
+        return self.pad_cache[key]
+
+    def _convert_elementwise(self, op: GraphOp) -> None:
+        out_shape = _shape(op.results[0])
+        if len(out_shape) != 4 or not any(v in self.blocked for v in op.operands):
+            return
+        operands = []
+        for v in op.operands:
+            if v in self.blocked:
+                if _shape(v) != out_shape:
+                    return  # the blocked operand itself broadcasts: leave the op plain
+                operands.append(self.blocked[v])
+                continue
+            per_channel = self._per_channel(v, out_shape[1], op)
+            if per_channel is None:
+                return
+            operands.append(per_channel)
+        attrs = {k: v for k, v in op.attributes.items() if "." not in k}
+        self._replace(op, type(op).make(*operands, **attrs))
+
+    def _per_channel(self, value: SSAValue, channels: int, before: Operation) -> SSAValue | None:
+        """``value`` (a scalar or per-channel tensor) as a blocked broadcast operand, or None."""
+        shape = _shape(value)
+        if len(shape) > 4:
+            return None
+        if math.prod(shape) == 1:
+            return value  # broadcasts against any layout
+        padded = (1,) * (4 - len(shape)) + shape
+        if padded != (1, channels, 1, 1):
+            return None
+        if not isinstance(value.owner, (g.ConstantOp, g.WeightOp)):
+            return None  # a run-time per-channel tensor: not worth a transform
+        if padded != shape:
+            value = self._insert(g.ReshapeOp.make(value, shape=list(padded)), before)
+        b = self.block
+        return self._insert(g.LayoutTransformOp.make(value, src="NCHW", dst=f"NCHW{b}c"), before)
+
+    def _replace(self, op: Operation, new: Operation) -> None:
+        Rewriter.insert_op(new, InsertPoint.before(op))
+        for key in ("dlc.origin",):
+            if key in op.attributes:
+                new.attributes[key] = op.attributes[key]
+        self.blocked[op.results[0]] = new.results[0]
+        self.converted.append(op)
+
+    def _restore_plain_uses(self) -> None:
+        """Readers of a converted op's NCHW result that were not converted read it
+        through one transform back, placed right after the blocked producer."""
+        converted = set(self.converted)
+        for plain, blocked in self.blocked.items():
+            outside = [use for use in list(plain.uses) if use.operation not in converted]
+            if not outside:
+                continue
+            back = g.LayoutTransformOp.make(blocked, src=f"NCHW{_shape(blocked)[4]}c", dst="NCHW",
+                                            channels=_shape(plain)[1])
+            Rewriter.insert_op(back, InsertPoint.after(blocked.owner))
+            for use in outside:
+                use.operation.operands[use.index] = back.results[0]
+
+
+@dataclass(frozen=True)
+class AlterOpLayoutPass(ModulePass):
+    """Blocked NCHW{b}c layout for conv2d chains (see module docstring)."""
+
+    name = "alter-op-layout"
+
+    block: int = 16
+    """Output channels per block (16 floats: one AVX-512 vector)."""
+
+    def __post_init__(self) -> None:
+        if self.block < 1:
+            raise ValueError(f"block must be >= 1, got {self.block}")
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        constant_ops: list[Operation] = []
+        for fn in op.ops:
+            if isinstance(fn, func.FuncOp) and len(fn.body.blocks) == 1:
+                rewrite = _FunctionRewrite(fn, self.block)
+                rewrite.run()
+                constant_ops += rewrite.constant_ops
+        self._fold(op, constant_ops)
+
+    @staticmethod
+    def _fold(module: ModuleOp, ops: list[Operation]) -> None:
+        """Pre-pack constant weights and per-channel constants now (compile time)."""
+        if not ops:
+            return
+        store = store_of(module)
+        names_before = _weight_names(module)
+        folder = FoldConstantOps(store, size_limit=1 << 62, inline_limit=64)
+        for new in ops:
+            if new.parent is not None:
+                folder.match_and_rewrite(new, PatternRewriter(new))
+        if folder.failure is not None:
+            raise folder.failure
+        for name in (names_before | folder.created_weights) - _weight_names(module):
+            store.remove(name)
