@@ -1,13 +1,14 @@
 """Whole-model benchmark: dlc vs onnxruntime on the ONNX light models (not part of CI).
 
-    python -m dlc.bench.models [--threads 1] [--runs 5] [--models resnet50,squeezenet]
+    python -m dlc.bench.models [--threads 2] [--layout NCHWc] [--runs 5] [--models resnet50,squeezenet]
                                [--budget 60] [--no-simplify] [--no-expand-math]
 
 For each model (the nine ``onnx/backend/test/data/light`` models and
 ``examples/small_cnn.onnx``): compile once with ``dlc.compile`` (compile time
 printed), build an onnxruntime session with the same thread count
 (``intra_op_num_threads``, sequential execution), warm both up, then time
-them alternately (dlc, ort, dlc, ort, ...) and report medians, the ratio
+them in alternating blocks (3 dlc runs, 3 ort runs, ...; see
+``time_alternating``) and report medians, the ratio
 dlc/ort (lower is better), dlc's GFLOP/s from the FLOP count of the imported
 graph (``bench/flops.py``), and whether dlc's output matches onnxruntime's
 (max relative error over the output's scale). A geometric mean of the ratios
@@ -58,23 +59,29 @@ def _disable_passes(names: set[str]):
     driver._run_pass = run_pass
 
 
-def time_alternating(fns: list, runs: int, budget_s: float) -> list[float]:
-    """Median seconds of each fn, run alternately after one warm-up each."""
+def time_alternating(fns: list, runs: int, budget_s: float, block: int = 3) -> list[float]:
+    """Median seconds of each fn: rounds of ``block`` back-to-back calls of each
+    fn in turn, after a warm-up. The first call of each block is not counted:
+    the previous engine's thread pool may still be spinning then (libgomp and
+    onnxruntime both spin-wait after a parallel region), which would charge
+    one engine for the other's idle threads."""
     for fn in fns:
         fn()
     samples: list[list[float]] = [[] for _ in fns]
     start = time.perf_counter()
     for i in range(runs):
         for fn, out in zip(fns, samples):
-            t = time.perf_counter()
             fn()
-            out.append(time.perf_counter() - t)
+            for _ in range(block):
+                t = time.perf_counter()
+                fn()
+                out.append(time.perf_counter() - t)
         if i >= 1 and time.perf_counter() - start > budget_s:
             break
     return [statistics.median(s) for s in samples]
 
 
-def bench_model(path: str, threads: int, runs: int, budget_s: float) -> dict:
+def bench_model(path: str, threads: int, runs: int, budget_s: float, layout: str | None = None) -> dict:
     import onnxruntime as ort
 
     import dlc
@@ -85,7 +92,7 @@ def bench_model(path: str, threads: int, runs: int, budget_s: float) -> dict:
     flops = count_flops(load_module(path))
     start = time.perf_counter()
     try:
-        compiled = dlc.compile(path, num_threads=threads)
+        compiled = dlc.compile(path, num_threads=threads, layout=layout)
     except Exception as err:  # noqa: BLE001 - one line in the table, then the next model
         row["error"] = f"compile failed: {str(err).splitlines()[0][:100]}"
         return row
@@ -131,10 +138,12 @@ def print_table(rows: list[dict], threads: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--budget", type=float, default=60.0, help="timed seconds per model (at most)")
     parser.add_argument("--models", default=None, help="comma-separated name parts (default: all)")
+    parser.add_argument("--layout", choices=["NCHW", "NCHWc"], default=None,
+                        help="conv layout (default: dlc.compile's default)")
     parser.add_argument("--no-simplify", action="store_true", help="skip simplify-inference")
     parser.add_argument("--no-expand-math", action="store_true", help="skip expand-math (libm calls)")
     args = parser.parse_args(argv)
@@ -147,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         _disable_passes(disabled)
     rows = []
     for path in model_paths(args.models):
-        row = bench_model(path, args.threads, args.runs, args.budget)
+        row = bench_model(path, args.threads, args.runs, args.budget, args.layout)
         rows.append(row)
         print(f"  {row['model']}: " + ", ".join(
             f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items() if k != "model"),

@@ -14,6 +14,22 @@ Tensors become buffers (destination-passing style):
 A result that is a function input, a weight/constant, or a value already
 written to another result is copied into its output by a ``copy`` kernel.
 
+Views: ``graph.reshape`` / ``squeeze`` / ``unsqueeze`` change only the shape of a
+row-major buffer, so (outside fused groups) they are no kernel: the result is a
+``memref.reinterpret_cast`` of the operand's buffer to the new static shape
+(offset 0, row-major strides; lower-to-llvm lowers it to the same pointer). The
+view has no buffer of its own: its last read counts as a read of the operand's
+buffer, so the memory planner keeps that buffer alive (and unreused) as long
+as any view of it is (``_view_roots``). Views of inputs and weights are fine,
+as nothing writes them. A reshape whose result must land in a destination (a
+function result, an if result) is no view of its operand: when that operand is
+computed here and read by nothing else, it is computed straight into the
+destination seen through a view with the operand's shape, and the reshape does
+nothing (``_forward_into_destinations``); otherwise (an input, a weight, a
+value read elsewhere too) the reshape kernel copies it there. Copies and
+loop-state updates compare buffers by their root storage, so a view of a
+buffer counts as that buffer (no copy onto itself, swaps staged).
+
 A fused group (ops marked ``dlc.group`` by ``fuse-ops``, see
 ``lowering/fused.py``) is one kernel call at the place of its last op; its
 inner results get no buffer, and buffers the group reads live until then.
@@ -54,7 +70,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, TensorType, UnitAttr, i1, i64
@@ -75,6 +91,16 @@ HelperProvider = Callable[[str, TensorType, int, str], str]
 
 INDEX = IndexType()
 _REGION_OPS = (graph.IfOp, graph.LoopOp, graph.ScanOp)
+# ops whose result is the operand's row-major data under another static shape
+_VIEW_OPS = (graph.ReshapeOp, graph.SqueezeOp, graph.UnsqueezeOp)
+
+
+def _row_major_strides(shape) -> list[int]:
+    strides, acc = [], 1
+    for d in reversed(shape):
+        strides.append(acc)
+        acc *= d
+    return strides[::-1]
 
 
 @dataclass
@@ -87,6 +113,12 @@ class _Context:
     copy_kernel_for: CopyProvider
     helper_kernel_for: HelperProvider | None
     reuse_buffers: bool
+    views: bool = True
+    # host view value -> the buffer it reinterprets (never itself a view)
+    storage: dict[SSAValue, SSAValue] = field(default_factory=dict)
+
+    def root(self, buffer: SSAValue) -> SSAValue:
+        return self.storage.get(buffer, buffer)
 
 
 class _BlockEmitter:
@@ -112,8 +144,8 @@ class _BlockEmitter:
         return self.emit(op).results[0]
 
     def copy(self, source: SSAValue, dest: SSAValue, t: TensorType) -> None:
-        if source is dest:
-            return
+        if self.ctx.root(source) is self.ctx.root(dest):
+            return  # a view spans its whole buffer: same bytes, same order
         symbol = self.ctx.copy_kernel_for(t, f"{self.ctx.fn_name}_copy")
         self.emit(func.CallOp(symbol, [source, dest], []))
 
@@ -128,6 +160,15 @@ class _BlockEmitter:
         rank = len(buffer.type.get_shape())
         zero = [self.value(arith.ConstantOp(IntegerAttr(0, INDEX)))] if rank else []
         return self.value(memref.LoadOp.get(buffer, zero * rank))
+
+    def view(self, source: SSAValue, t: TensorType) -> SSAValue:
+        """``source``'s data as a row-major memref of ``t``'s shape (no copy)."""
+        shape = list(t.get_shape())
+        result = self.value(memref.ReinterpretCastOp(
+            source, [], [], [], [0], shape, _row_major_strides(shape), memref_of(t)))
+        result.name_hint = "view"
+        self.ctx.storage[result] = self.ctx.root(source)
+        return result
 
     def alloc(self, t, hint: str) -> SSAValue:
         buffer = self.value(memref.AllocOp([], [], t))
@@ -173,38 +214,53 @@ class _BlockEmitter:
         n_steps = len(ops)
         buffer: dict[SSAValue, SSAValue] = dict(zip(graph_block.args, arg_buffers, strict=True))
 
+        # a fused group runs at its last op's step; its inner results have no buffer
+        group_of = fused_groups(ops)
+
         # results computed by a kernel write straight into their destination
         direct_output: dict[SSAValue, SSAValue] = {}
         copies: list[tuple[SSAValue, SSAValue]] = []  # (graph value, destination)
         for value, dest in zip(term_values, destinations, strict=True):
             if dest is None:
                 continue
-            computed = isinstance(value.owner, GraphOp) and not isinstance(
-                value.owner, (graph.ConstantOp, graph.WeightOp)
-            )
-            if computed and value not in direct_output:
+            if _computed(value) and value not in direct_output:
                 direct_output[value] = dest
             else:
                 copies.append((value, dest))
+        # a reshape into a destination whose operand nothing else reads: the
+        # operand is computed into the destination viewed with its own shape
+        viewed_into = _forward_into_destinations(direct_output, group_of) if ctx.views else {}
+        forwarded = {value.owner for value in viewed_into.values()}
 
-        # a fused group runs at its last op's step; its inner results have no buffer
-        group_of = fused_groups(ops)
+        def destination(res: SSAValue) -> SSAValue | None:
+            """Where ``res`` is computed when that is a destination (or a view of one)."""
+            if res in viewed_into:
+                return self.view(direct_output[res], res.type)
+            return direct_output.get(res)
         index_of = {op: i for i, op in enumerate(ops)}
         step_of = {op: index_of[group_of[op][-1]] if op in group_of else i for i, op in enumerate(ops)}
         inner = {op for op, members in group_of.items() if op is not members[-1]}
 
+        view_of = _view_roots(ops, group_of, direct_output) if ctx.views else {}
+
         # lifetimes of intermediates: step of definition .. step of last read
+        # (a read of a view is a read of the value whose buffer it reinterprets)
+        last_read: dict[SSAValue, int] = {}
+        for i, op in enumerate(ops):
+            for res in op.results:
+                end = i
+                for use in res.uses:
+                    end = max(end, step_of.get(use.operation, n_steps))
+                root = view_of.get(res, res)
+                last_read[root] = max(last_read.get(root, end), end)
         intervals = []
         for i, op in enumerate(ops):
             if isinstance(op, (graph.ConstantOp, graph.WeightOp)) or op in inner:
                 continue
             for res in op.results:
-                if res in direct_output:
+                if res in direct_output or res in view_of:
                     continue
-                end = i
-                for use in res.uses:
-                    end = max(end, step_of.get(use.operation, n_steps))
-                intervals.append(Interval(res, memref_of(res.type), i, end))
+                intervals.append(Interval(res, memref_of(res.type), i, last_read[res]))
         memory = plan(intervals, reuse=ctx.reuse_buffers)
         slots: dict[int, SSAValue] = {}
 
@@ -221,18 +277,23 @@ class _BlockEmitter:
                 w = self.value(tloop.WeightOp(name, memref_of(op.out.type)))
                 w.name_hint = "w_" + re.sub(r"\W", "_", name)
                 buffer[op.out] = w
+            elif op.results and op.results[0] in view_of:
+                buffer[op.results[0]] = self.view(buffer[op.operands[0]], op.results[0].type)
+            elif op in forwarded:  # its operand was computed into its destination
+                if op.results[0] not in viewed_into:
+                    buffer[op.results[0]] = direct_output[op.results[0]]
             elif op in group_of:
                 if op is group_of[op][-1]:
                     group = group_of[op]
                     res = op.results[0]
-                    buffer[res] = direct_output.get(res) or slots[memory.buffer_of[res]]
+                    buffer[res] = destination(res) or slots[memory.buffer_of[res]]
                     names = "_".join(member.name.split(".", 1)[1] for member in group)
                     symbol = ctx.kernel_for(group, f"{self.prefix}_{i}_{names}")
                     inputs = list(group[0].operands) + group_extras(group)
                     self.emit(func.CallOp(symbol, [buffer[v] for v in inputs] + [buffer[res]], []))
             else:
                 for res in op.results:
-                    buffer[res] = direct_output.get(res) or slots[memory.buffer_of[res]]
+                    buffer[res] = destination(res) or slots[memory.buffer_of[res]]
                 operands = [buffer[v] for v in op.operands]
                 results = [buffer[r] for r in op.results]
                 if isinstance(op, _REGION_OPS):
@@ -259,10 +320,11 @@ class _BlockEmitter:
     def update_states(self, yielded: list[SSAValue], states: list[SSAValue],
                       types: list[TensorType]) -> None:
         """states[k] = yielded[k], as if all at once (see the module docstring)."""
-        state_set = set(states)
+        root = self.ctx.root
+        state_set = {root(s) for s in states}
         staged: list[tuple[SSAValue, bool]] = []
         for k, (source, t) in enumerate(zip(yielded, types)):
-            if source in state_set and source is not states[k]:
+            if root(source) in state_set and root(source) is not root(states[k]):
                 temp = self.scratch(memref_of(t), "staged")
                 self.copy(source, temp, t)
                 staged.append((temp, True))
@@ -272,6 +334,43 @@ class _BlockEmitter:
             self.copy(source, dest, t)
             if is_temp:
                 self.release(source)
+
+
+def _computed(value: SSAValue) -> bool:
+    """Whether an op of the block computes ``value`` (into a buffer it is given)."""
+    return isinstance(value.owner, GraphOp) and not isinstance(
+        value.owner, (graph.ConstantOp, graph.WeightOp))
+
+
+def _forward_into_destinations(direct_output: dict[SSAValue, SSAValue],
+                               group_of) -> dict[SSAValue, SSAValue]:
+    """For each reshape written into a destination whose operand is computed
+    here and read by nothing else: that operand is computed into the destination
+    instead (through a view), and the reshape does nothing. Adds the operands
+    to ``direct_output``; returns {operand: the reshape's result} (through
+    chains of reshapes)."""
+    viewed_into: dict[SSAValue, SSAValue] = {}
+    for value, dest in list(direct_output.items()):
+        while isinstance(value.owner, _VIEW_OPS) and value.owner not in group_of:
+            source = value.owner.operands[0]
+            if not _computed(source) or source in direct_output or not source.has_one_use():
+                break
+            direct_output[source] = dest
+            viewed_into[source] = value
+            value = source
+    return viewed_into
+
+
+def _view_roots(ops: list[Operation], group_of, direct_output) -> dict[SSAValue, SSAValue]:
+    """Results of view ops that become views -> the graph value owning their
+    storage (through chains of views). Not views: members of fused groups (one
+    kernel) and results written straight into a destination."""
+    roots: dict[SSAValue, SSAValue] = {}
+    for op in ops:
+        if isinstance(op, _VIEW_OPS) and op not in group_of and op.results[0] not in direct_output:
+            source = op.operands[0]
+            roots[op.results[0]] = roots.get(source, source)
+    return roots
 
 
 # -- graph.if ---------------------------------------------------------------------------
@@ -408,6 +507,7 @@ def bufferize_function(
     copy_kernel_for: CopyProvider,
     reuse_buffers: bool = True,
     helper_kernel_for: HelperProvider | None = None,
+    views: bool = True,
 ) -> func.FuncOp:
     """Build the host function of graph function ``fn`` (``fn`` is not changed)."""
     fn_name = fn.sym_name.data
@@ -427,7 +527,7 @@ def bufferize_function(
     for k, out in enumerate(outputs):
         out.name_hint = f"result{k}"
 
-    ctx = _Context(fn_name, store, kernel_for, copy_kernel_for, helper_kernel_for, reuse_buffers)
+    ctx = _Context(fn_name, store, kernel_for, copy_kernel_for, helper_kernel_for, reuse_buffers, views)
     _BlockEmitter(ctx, block, fn_name).run(graph_block, list(block.args[:len(in_types)]), outputs)
     block.add_op(func.ReturnOp())
     return host

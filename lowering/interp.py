@@ -134,6 +134,15 @@ def _alloc(shape, dtype):
 _HELPERS["_alloc"] = _alloc
 
 
+def _view(buffer, shape):
+    view = buffer.view()  # never a copy: writes through the view must reach the buffer
+    view.shape = shape
+    return view
+
+
+_HELPERS["_view"] = _view
+
+
 # -- translation -------------------------------------------------------------------
 
 
@@ -207,6 +216,9 @@ class _FunctionWriter:
             self.line(d, f"{r} = _alloc({tuple(t.get_shape())}, np.dtype('{storage_dtype(t.element_type).str}'))")
             return
         if isinstance(op, memref.DeallocOp):
+            return
+        if isinstance(op, memref.ReinterpretCastOp):  # a reshape view (bufferize.py): shares data
+            self.line(d, f"{r} = _view({ops[0]}, {tuple(op.result.type.get_shape())})")
             return
         expr = self.scalar(op, ops)
         self.line(d, f"{r} = {expr}")

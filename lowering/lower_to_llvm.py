@@ -4,6 +4,7 @@ Input contract (see dialects/tloop.py and the lowering docs): `func.func`s over
 static-shape memrefs with `tloop.for` nests, `scf.if`, `arith`, `math`,
 `memref.load/store/alloca` (kernels, ``tloop.kernel``) and host functions
 (``tloop.host``) with `tloop.weight`, `memref.alloc/dealloc/view`,
+`memref.reinterpret_cast` (reshape views: the same pointer),
 `func.call` and the control flow of graph.if/loop/scan (`scf.if`, `scf.for`,
 `scf.while` around kernel calls, conditions loaded from `memref<i1>`).
 
@@ -746,8 +747,17 @@ def _view(lo, op):
 
 @_handles("memref.reinterpret_cast", "memref.cast", "memref.collapse_shape", "memref.expand_shape")
 def _same_pointer(lo, op):
-    if op.name == "memref.reinterpret_cast" and len(op.operands) > 1:
-        raise lo.fail(op, "with dynamic offsets/sizes is not supported")
+    if op.name == "memref.reinterpret_cast":
+        # a view (bufferize.py's reshapes): the same pointer, addressed through the
+        # result type, so its offset/strides must be the ones the result type says
+        if len(op.operands) > 1:
+            raise lo.fail(op, "with dynamic offsets/sizes is not supported")
+        try:
+            strides, offset = row_major_strides(op.results[0].type)
+        except UnsupportedError as err:
+            raise lo.fail(op, str(err)) from None
+        if list(op.static_offsets.get_values()) != [offset] or list(op.static_strides.get_values()) != strides:
+            raise lo.fail(op, f"offset/strides differ from its result type's ({offset}, {strides})")
     return lo.v(op.operands[0])
 
 

@@ -16,6 +16,11 @@ plan of its own (an if branch allocates inside the branch; a loop body's
 buffers are allocated before the loop and freed after it). Every iteration
 defines a body buffer before reading it, so no value flows between iterations
 except the loop state, which bufferize.py keeps in the loop's result buffers.
+
+Views (reshapes, see bufferize.py) get no interval of their own: the caller
+counts a read of a view as a read of the value whose buffer it reinterprets,
+so that buffer's interval spans every view's last read and is neither freed
+nor handed to another value before it.
 """
 
 from __future__ import annotations

@@ -6,7 +6,9 @@ An op whose operands are all `graph.constant` / `graph.weight` values is run
 through its numpy ``reference`` and replaced by its value:
 
 * results with more than ``size-limit`` elements (default 2**20) are left
-  alone: folding would trade a cheap op for a big stored array;
+  alone: folding would trade a cheap op for a big stored array; unless the
+  op's constant operands have no other user and are at least as big as the
+  results (a transposed or reshaped weight), so folding stores nothing more;
 * results with more than ``inline-limit`` elements (default 64) go to the
   module's weights store as a `graph.weight` named after their source
   (``fc.weight.transpose``); smaller ones become inline `graph.constant`s;
@@ -69,7 +71,9 @@ class FoldConstantOps(RewritePattern):
         if not all(isinstance(p, _CONSTANT_OPS) for p in producers):
             return
         counts = [_element_count(r.type) for r in op.results]
-        if not counts or min(counts) < 0 or max(counts) > self.size_limit:
+        if not counts or min(counts) < 0:
+            return
+        if max(counts) > self.size_limit and not self._replaces_its_inputs(op, producers, counts):
             return
         values = self._evaluate(op, producers)
         if values is None:
@@ -87,6 +91,16 @@ class FoldConstantOps(RewritePattern):
         for producer in set(producers):
             if all(not r.uses for r in producer.results):
                 rewriter.erase(producer)
+
+    @staticmethod
+    def _replaces_its_inputs(op: GraphOp, producers: list[Operation], counts: list[int]) -> bool:
+        """True when folding ``op`` stores no more than it frees: its constant
+        operands have no other user and hold at least as many elements as the
+        results (a transposed or reshaped weight: ``fc.weight.transpose``)."""
+        if any(user.operation is not op for p in producers for r in p.results for user in r.uses):
+            return False
+        freed = sum(_element_count(p.results[0].type) for p in set(producers))
+        return sum(counts) <= freed
 
     def _evaluate(self, op: GraphOp, producers: list[Operation]) -> list[np.ndarray] | None:
         try:

@@ -538,6 +538,10 @@ def emit_host(host: func.FuncOp, kernels: dict[str, func.FuncOp]) -> str:
             w.line(f"{ctype(type_.element_type)}* {var} = ({ctype(type_.element_type)}*)((char*){w[op.source]} + {shift});")
             if op.source in device:
                 device.add(op.result)
+        elif isinstance(op, memref.ReinterpretCastOp):  # a reshape view (bufferize.py): same pointer
+            w.names[op.result] = w[op.source]
+            if op.source in device:
+                device.add(op.result)
         elif isinstance(op, gpu.LaunchFuncOp):
             kname = op.kernel.root_reference.data
             kernel = kernels.get(kname)

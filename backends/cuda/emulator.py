@@ -271,6 +271,8 @@ def emulate(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str = "main")
             env[op.dst][...] = env[op.src]
         elif isinstance(op, WeightOp):
             env[op.buffer] = np.asarray(lookup_weight(op, op.weight_name.data))
+        elif isinstance(op, memref.ReinterpretCastOp):  # a reshape view (bufferize.py)
+            env[op.result] = env[op.source].reshape(op.result.type.get_shape())
         elif isinstance(op, gpu.LaunchFuncOp):
             kernel = kernels[op.kernel.root_reference.data]
             emulate_kernel(kernel, [env[v] for v in op.kernelOperands])

@@ -4,6 +4,12 @@ Weights never become LLVM IR text: they are written to one raw file and a tiny
 generated assembler file defines each weight symbol with ``.incbin`` (64-byte
 aligned, hidden visibility), assembled with ``cc -c`` and linked with the
 object llvmlite emits. The library links libgomp for parallel loops.
+
+Code generation uses the JIT's own ``host_target_machine`` (jit.py): the host
+CPU name and its full feature list (AVX2/AVX-512/FMA where present), only
+position-independent. So an exported kernel is the same machine code as the
+JIT's (``test_export_fma.py`` checks that a matmul keeps its ``vfmadd``), and
+the library runs only on CPUs with the exporting host's features.
 """
 
 from __future__ import annotations
@@ -64,7 +70,7 @@ def weights_assembly(weights: dict[str, np.ndarray], blob_path: str) -> str:
 
 def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: str, opt: int = 3) -> None:
     """Compile ``llvm_ir`` (unoptimized is fine) for the host into the shared library ``path``."""
-    tm = host_target_machine(pic=True, opt=opt)
+    tm = host_target_machine(pic=True, opt=opt)  # the JIT's CPU name + features (FMA...)
     module = parse_and_optimize(llvm_ir, tm, opt)
     cc = _cc()
     with tempfile.TemporaryDirectory(prefix="dlc-export-") as tmp:

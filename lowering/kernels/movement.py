@@ -2,9 +2,10 @@
 broadcast_to, slice, pad, concat, split and gather.
 
 All loop over the *output* (``%d0, %d1, ...``) and compute where each element
-comes from. reshape is a real copy kernel for now (identity-layout memrefs
-cannot alias with another shape without ``memref.reinterpret_cast``, which the
-contract does not include); a later pass may turn it into a view.
+comes from. Most reshapes never reach their kernel: bufferization makes them
+views (``memref.reinterpret_cast`` of the operand's buffer, see
+lowering/bufferize.py). The reshape kernel remains for a reshape whose result
+is written into a destination buffer (a function or if result).
 """
 
 from __future__ import annotations

@@ -172,7 +172,8 @@ def test_op_on_emulated_gpu(case: OpCase, small_tiles):
 def test_cnn_compiles_with_nvcc_and_ptxas(make, tmp_path):
     module = make()
     source = emit_cuda(module)
-    assert source.count("__global__") >= 7  # the softmax is one kernel (fuse-ops re-forms it)
+    # the softmax is one kernel (fuse-ops re-forms it); the flatten is a view, no kernel
+    assert source.count("__global__") >= 6
     nvcc_ptx(source, tmp_path)
     ptxas(emit_ptx(module), tmp_path)
 

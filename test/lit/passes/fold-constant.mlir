@@ -21,10 +21,29 @@ func.func @chain(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // STORE-LABEL: func.func @chain
 // STORE-NEXT:    %m = graph.weight "m.mul" : tensor<2x3xf32>
 // STORE-NEXT:    %r = graph.add %x, %m
-// NPZ: ['m.mul'] {{\[\[}}2.0, 4.0, 6.0], [8.0, 10.0, 12.0]]
+// NPZ: ['m.mul', 'n.mul'] {{\[\[}}2.0, 4.0, 6.0], [8.0, 10.0, 12.0]]
 
+// Above size-limit, an op still folds when its constant operands die with it
+// and hold at least as many elements (here 6 + 1 >= 6): nothing more is stored.
 // LIMIT-LABEL: func.func @chain
-// LIMIT:         %m = graph.mul %a, %b
+// LIMIT-NEXT:    %m = graph.constant
+// LIMIT-NEXT:    %r = graph.add %x, %m
+
+// -----
+
+func.func @shared_operand(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %a = graph.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %b = graph.constant dense<2.0> : tensor<f32>
+  %n = graph.mul %a, %b : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  %r = graph.add %x, %n : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  %s = graph.sub %r, %a : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  func.return %s : tensor<2x3xf32>
+}
+// CHECK-LABEL: func.func @shared_operand
+// CHECK:         %n = graph.constant
+// %a stays alive (graph.sub reads it): folding %n would store 6 more elements.
+// LIMIT-LABEL: func.func @shared_operand
+// LIMIT:         %n = graph.mul %a, %b
 
 // -----
 
