@@ -1,14 +1,17 @@
 """Wake-up cost of libgomp's thread team for back-to-back small kernels.
 
-One call runs three small kernels (add, row sum, broadcast multiply on 64x1031 f32: three
+One call runs three small kernels (add, row sum, broadcast multiply on 257x1031 f32: three
 parallel regions). Prints the median microseconds per call over ``--calls`` calls (a few
 rounds, median of the round medians), the CPU/wall ratio and the process's thread count
 before/after (libgomp keeps its pool alive between calls). The wait policy is libgomp's,
-read from the environment when libgomp loads, so compare settings in separate processes::
+read from the environment when libgomp loads, so compare settings in separate processes.
+dlc defaults to ``OMP_WAIT_POLICY=passive`` when neither variable is set
+(``dlc.runtime.native.prefer_passive_omp_wait``); ``GOMP_SPINCOUNT=300000`` gives
+libgomp's own spin default back::
 
     python bench/bench_threads.py --threads 1
-    python bench/bench_threads.py
-    OMP_WAIT_POLICY=passive python bench/bench_threads.py
+    python bench/bench_threads.py                      # dlc's default: passive
+    GOMP_SPINCOUNT=300000 python bench/bench_threads.py  # libgomp's spin default
     GOMP_SPINCOUNT=10000 python bench/bench_threads.py
 
 Findings on the shared 2-core box are in docs/architecture.md ("Runtime: threads").
@@ -25,7 +28,7 @@ import numpy as np
 
 import dlc
 
-ROWS, COLS = 64, 1031
+ROWS, COLS = 257, 1031  # each kernel just above the work that forks threads (defaults_elementwise)
 T = f"tensor<{ROWS}x{COLS}xf32>"
 SOURCE = f"""func.func @main(%x: {T}, %y: {T}) -> {T} {{
   %a = graph.add %x, %y : ({T}, {T}) -> {T}
@@ -59,7 +62,7 @@ def main() -> None:
             times.append(time.perf_counter() - start)
         medians.append(statistics.median(times))
         ratios.append((time.process_time() - cpu0) / (time.perf_counter() - wall0))
-    policy = os.environ.get("OMP_WAIT_POLICY", "default")
+    policy = os.environ.get("OMP_WAIT_POLICY", "libgomp default")
     spin = os.environ.get("GOMP_SPINCOUNT", "default")
     print(f"threads={args.threads} OMP_WAIT_POLICY={policy} GOMP_SPINCOUNT={spin}: "
           f"{statistics.median(medians) * 1e6:.1f} us/call, cpu/wall {statistics.median(ratios):.2f}, "

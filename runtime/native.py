@@ -4,6 +4,16 @@ Shared by the JIT (``dlc.driver.CompiledModule``) and by exported libraries
 (``dlc.runtime.load``). ABI of an entry point: ``void f(void* in0, ...,
 void* out0, ...)`` over C-contiguous buffers; the caller allocates outputs.
 Each call is one native call (ctypes releases the GIL during it).
+
+libgomp wait policy: before libgomp is first loaded into the process (by the JIT
+or by loading an exported library), ``prefer_passive_omp_wait`` sets
+``OMP_WAIT_POLICY=passive`` unless the user set ``OMP_WAIT_POLICY`` or
+``GOMP_SPINCOUNT``. libgomp reads these once, when it loads. Its default spins
+idle threads for ~0.3 s: best on an idle machine, but when the cores are
+oversubscribed a spinning thread burns the slice the thread it waits for needs,
+and each parallel region then costs a scheduler quantum (ShuffleNet: 14 ms at 1
+thread, up to 660 ms at 2). Passive (futex sleep, ~50 us per region) was never
+slower than 1 thread in our measurements (docs/architecture.md "Runtime: threads").
 """
 
 from __future__ import annotations
@@ -16,6 +26,25 @@ from collections.abc import Sequence
 import numpy as np
 
 Spec = tuple[str, tuple[int, ...], np.dtype]
+
+
+def _libgomp_loaded() -> bool:
+    try:
+        with open("/proc/self/maps") as maps:
+            return "libgomp" in maps.read()
+    except OSError:
+        return False  # no procfs: cannot tell, assume not yet loaded
+
+
+def prefer_passive_omp_wait() -> None:
+    """Default libgomp to the passive wait policy (see the module docstring); a no-op
+    when the user chose a policy or spin count, or when libgomp is already loaded
+    (too late: it read its environment then)."""
+    if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
+        return
+    if _libgomp_loaded():
+        return
+    os.environ["OMP_WAIT_POLICY"] = "passive"
 
 
 class DlcRuntimeError(Exception):
@@ -158,6 +187,7 @@ def load(path: str, num_threads: int | None = None) -> NativeModule:
     """Load a shared library written by ``CompiledModule.export``."""
     if not os.path.exists(path):
         raise DlcRuntimeError(f"{path}: no such file")
+    prefer_passive_omp_wait()  # before the library pulls in libgomp
     try:
         lib = ctypes.CDLL(os.path.abspath(path))
     except OSError as err:

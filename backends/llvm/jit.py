@@ -3,7 +3,9 @@
 Uses llvmlite's new pass manager (``create_pass_builder`` + speed level 3 with
 loop/SLP vectorization and unrolling on) for the host CPU and its features
 (AVX2/AVX-512/FMA where present). libgomp is loaded into the process once so
-that outlined parallel loops resolve ``GOMP_parallel``.
+that outlined parallel loops resolve ``GOMP_parallel``; just before, the
+passive libgomp wait policy becomes the default unless the user chose one
+(``dlc.runtime.native.prefer_passive_omp_wait`` says why).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ def initialize() -> None:
     llvm.initialize_native_asmparser()
     gomp = libgomp_path()
     if gomp:
+        from dlc.runtime.native import prefer_passive_omp_wait
+
+        prefer_passive_omp_wait()  # libgomp reads its wait policy when it loads
         llvm.load_library_permanently(gomp)
 
 

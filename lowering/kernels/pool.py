@@ -1,7 +1,10 @@
 """Pooling kernels: max_pool2d, avg_pool2d, global_avg_pool, global_max_pool,
 and the channels-first N-D max_pool3d, avg_pool3d, max_pool_with_indices.
 
-Window loops ``%kh %kw`` sit inside the output loops ``%n %c %oh %ow``;
+On the CPU (inside ``conv.flat_conv_form``, which the driver sets), NCHW
+max/avg_pool2d run one output row at a time with the output-column loop
+innermost (``_pool_rows``: vectorizable over columns, bit-identical results);
+NHWC ones and the GPU lowering keep window loops ``%kh %kw`` inside the output loops ``%n %c %oh %ow``;
 positions outside the input (padding, ceil-mode overhang) load at a clamped
 index and select the identity instead (lowest for max, 0 for sums): no branch
 in the window loop. avg_pool2d divides by the number of counted positions, which depends
@@ -61,9 +64,13 @@ def _pool(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
     oh, ow = (os_[1], os_[2]) if layout == "NHWC" else (os_[2], os_[3])
 
     kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
+    identity_value = lowest(et) if is_max else 0
+    if layout == "NCHW" and _cpu_kernel_forms():
+        _pool_rows(kb, a, et, is_max, (n, c, h, w), (oh, ow), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr))
+        return kb.finish()
     with kb.loops(["n", "c", "oh", "ow"], [n, c, oh, ow]) as (iv_n, iv_c, iv_oh, iv_ow):
         out_idx = _index(layout, iv_n, iv_c, iv_oh, iv_ow)
-        kb.store(kb.const(lowest(et) if is_max else 0, et), kb.outputs[0], out_idx)
+        kb.store(kb.const(identity_value, et), kb.outputs[0], out_idx)
         with kb.loops(["kh", "kw"], [kh, kw]) as (iv_kh, iv_kw):
             ih = kb.iadd(kb.iadd(kb.imul(iv_oh, sh), kb.imul(iv_kh, dh)), -pt)
             iw = kb.iadd(kb.iadd(kb.imul(iv_ow, sw), kb.imul(iv_kw, dw)), -pl)
@@ -71,28 +78,94 @@ def _pool(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
             iw, w_ok = kb.clamp_index(iw, 0, w, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
             inside = kb.all_of([c for c in (h_ok, w_ok) if c is not None])
             # outside taps contribute the identity (lowest for max, 0 for sum)
-            identity = kb.const(lowest(et) if is_max else 0, et)
+            identity = kb.const(identity_value, et)
             xv = kb.load_or(kb.inputs[0], _index(layout, iv_n, iv_c, ih, iw), inside, identity)
             acc = kb.load(kb.outputs[0], out_idx)
             kb.store(kb.max(acc, xv, et) if is_max else kb.add(acc, xv, et), kb.outputs[0], out_idx)
         if not is_max:
-            # counted positions: inside the input, or inside the padding too
-            # with count_include_pad (never the ceil-mode overhang)
-            include = a.bool("count_include_pad")
-            rows = _counts(oh, kh, sh, dh, pt, -pt if include else 0, h + pb if include else h)
-            cols = _counts(ow, kw, sw, dw, pl, -pl if include else 0, w + pr if include else w)
-            rows = [max(r, 1) for r in rows]
-            cols = [max(r, 1) for r in cols]
-            ft = et if is_float(et) else f64
-            if len(set(rows)) == 1 and len(set(cols)) == 1:
-                count = kb.const(float(rows[0] * cols[0]), ft)  # no padding effects
-            else:
-                count = kb.mul(static_table(kb, iv_oh, [float(r) for r in rows], ft),
-                               static_table(kb, iv_ow, [float(r) for r in cols], ft), ft)
-            total = kb.convert(kb.load(kb.outputs[0], out_idx), et, ft)
-            kb.store(kb.convert(kb.div(total, count, ft), ft, et), kb.outputs[0], out_idx)
+            _average(kb, a, et, iv_oh, iv_ow, (h, w), (oh, ow), (kh, kw), (sh, sw), (dh, dw),
+                     (pt, pl, pb, pr), out_idx)
         kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
     return kb.finish()
+
+
+def _average(kb: KernelBuilder, a, et, iv_oh, iv_ow, hw, ohw, k, stride, dil, pads, out_idx) -> None:
+    """Divide the window sum at ``out_idx`` by its count of counted positions:
+    inside the input, or inside the padding too with count_include_pad (never
+    the ceil-mode overhang)."""
+    (h, w), (oh, ow), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = hw, ohw, k, stride, dil, pads
+    include = a.bool("count_include_pad")
+    rows = _counts(oh, kh, sh, dh, pt, -pt if include else 0, h + pb if include else h)
+    cols = _counts(ow, kw, sw, dw, pl, -pl if include else 0, w + pr if include else w)
+    rows = [max(r, 1) for r in rows]
+    cols = [max(r, 1) for r in cols]
+    ft = et if is_float(et) else f64
+    if len(set(rows)) == 1 and len(set(cols)) == 1:
+        count = kb.const(float(rows[0] * cols[0]), ft)  # no padding effects
+    else:
+        count = kb.mul(static_table(kb, iv_oh, [float(r) for r in rows], ft),
+                       static_table(kb, iv_ow, [float(r) for r in cols], ft), ft)
+    total = kb.convert(kb.load(kb.outputs[0], out_idx), et, ft)
+    kb.store(kb.convert(kb.div(total, count, ft), ft, et), kb.outputs[0], out_idx)
+
+
+def _cpu_kernel_forms() -> bool:
+    """Whether the CPU driver's kernel forms are on (``conv.flat_conv_form``, set
+    around lower-to-loops): the GPU lowering maps the output loops n, c, oh, ow
+    to threads, so it keeps the per-element form (one thread per output)."""
+    from dlc.lowering.kernels.conv import _FLAT_FORM
+
+    return _FLAT_FORM.get()
+
+
+def _interior_columns(ow: int, kw: int, sw: int, dw: int, pl: int, w: int) -> tuple[int, int]:
+    """[first, end) of the output columns whose every window tap lies inside the input."""
+    first = -(-pl // sw)
+    end = min(ow, (w - 1 + pl - (kw - 1) * dw) // sw + 1)
+    first = min(first, ow)
+    return first, max(first, end)
+
+
+def _pool_rows(kb: KernelBuilder, a, et: Attribute, is_max: bool, nchw, ohw, k, stride, dil, pads) -> None:
+    """NCHW pools one output row at a time, the output-column loop innermost
+    (vectorizable: stride-1 output, stride-``sw`` input):
+
+        for n, c, oh:  out[ow] = identity;  for kh, kw: out[ow] = max/add(out[ow], x[tap])
+                       then (avg) divide, and the fused epilogue
+
+    Each output element still takes its taps in (kh, kw) order: the results equal
+    those of the per-element loop bit for bit. The column loop splits into the
+    left border, the interior (no clamp: an affine index) and the right border."""
+    n, c, h, w = nchw
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = ohw, k, stride, dil, pads
+    identity_value = lowest(et) if is_max else 0
+    first, end = _interior_columns(ow, kw, sw, dw, pl, w)
+    segments = [(lo, hi) for lo, hi in ((0, first), (first, end), (end, ow)) if hi > lo]
+    with kb.loops(["n", "c", "oh"], [n, c, oh]) as (iv_n, iv_c, iv_oh):
+        with kb.loop("ow", ow) as iv_ow:
+            kb.store(kb.const(identity_value, et), kb.outputs[0], [iv_n, iv_c, iv_oh, iv_ow])
+        with kb.loops(["kh", "kw"], [kh, kw]) as (iv_kh, iv_kw):
+            ih = kb.iadd(kb.iadd(kb.imul(iv_oh, sh), kb.imul(iv_kh, dh)), -pt)
+            ih, h_ok = kb.clamp_index(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
+            for lo, hi in segments:
+                with kb.loop("ow", hi, lo) as iv_ow:
+                    iw = kb.iadd(kb.iadd(kb.imul(iv_ow, sw), kb.imul(iv_kw, dw)), -pl)
+                    iw, w_ok = kb.clamp_index(iw, 0, w, lo * sw - pl, (hi - 1) * sw + (kw - 1) * dw - pl)
+                    inside = kb.all_of([cond for cond in (h_ok, w_ok) if cond is not None])
+                    # outside taps contribute the identity (lowest for max, 0 for sum)
+                    xv = kb.load_or(kb.inputs[0], [iv_n, iv_c, ih, iw], inside,
+                                    kb.const(identity_value, et))
+                    out_idx = [iv_n, iv_c, iv_oh, iv_ow]
+                    acc = kb.load(kb.outputs[0], out_idx)
+                    kb.store(kb.max(acc, xv, et) if is_max else kb.add(acc, xv, et),
+                             kb.outputs[0], out_idx)
+        if not is_max or kb.epilogue is not None:
+            with kb.loop("ow", ow) as iv_ow:
+                out_idx = [iv_n, iv_c, iv_oh, iv_ow]
+                if not is_max:
+                    _average(kb, a, et, iv_oh, iv_ow, (h, w), (oh, ow), (kh, kw), (sh, sw),
+                             (dh, dw), (pt, pl, pb, pr), out_idx)
+                kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
 
 
 @kernel("graph.max_pool2d")

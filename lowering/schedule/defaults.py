@@ -21,8 +21,10 @@ from dlc.lowering.schedule.defaults_elementwise import schedule_generic
 from dlc.lowering.schedule.defaults_nchwc import schedule_nchwc
 
 
-# Waking a thread team costs microseconds (and far more when the machine is
-# oversubscribed): below this many innermost iterations a nest runs serially.
+# Waking and joining a thread team costs ~50 us with the passive wait policy
+# (runtime/native.py), far more when the machine is oversubscribed: a nest runs
+# serially unless it does the work of this many iterations of a 64-op body
+# (defaults_elementwise.nest_work; about 1M op executions).
 MIN_PARALLEL_ITERATIONS = 16384
 
 

@@ -7,7 +7,10 @@ For each top-level loop nest whose loops are all still serial:
 * parallel: the outermost loop with at least 2 iterations, found by walking
   down through loops of 1 iteration (the batch loop of a batch-1 model) as
   long as each body holds a single loop, when the nest does enough work to
-  pay for waking the threads and its iterations write disjoint elements;
+  pay for waking the threads (``nest_work``: op executions, at least
+  ``min_parallel_iterations x OPS_PER_ITERATION``; iterations alone let
+  100k-element copies and ReLUs fork, each slower than its serial run) and its
+  iterations write disjoint elements;
 * rfactor: an innermost float sum/max/min reduction loop whose other accesses
   are stride-1 becomes LANES interleaved partial results and a lane loop
   (``rfactor.py``: max/min exact, the sum's order becomes LANES partial sums);
@@ -29,10 +32,23 @@ from dlc.lowering.schedule.core import inner_loops
 from dlc.lowering.schedule.rfactor import rfactor_reductions
 
 
+# ops of the reference loop body that MIN_PARALLEL_ITERATIONS counts (defaults.py)
+OPS_PER_ITERATION = 64
+
+
 def nest_iterations(loop: ForOp) -> int:
     """Innermost-body executions of ``loop``'s nest (the largest branch)."""
     inner = [op for op in loop.body.block.ops if isinstance(op, ForOp)]
     return loop.trip_count * max((nest_iterations(i) for i in inner), default=1)
+
+
+def nest_work(loop: ForOp) -> int:
+    """Op executions of ``loop``'s nest: each body op counted once per iteration
+    of the loops around it (a cheap stand-in for its run time)."""
+    body = 0
+    for op in loop.body.block.ops:
+        body += nest_work(op) if isinstance(op, ForOp) else 1
+    return loop.trip_count * body
 
 
 def parallel_candidate(top: ForOp) -> ForOp:
@@ -48,7 +64,11 @@ def parallel_candidate(top: ForOp) -> ForOp:
 
 
 def schedule_nest(top: ForOp, min_parallel_iterations: int) -> None:
-    if nest_iterations(top) >= min_parallel_iterations:
+    # worth a fork/join only when the nest does about as much work as
+    # min_parallel_iterations iterations of a 64-op body (a copy of 100k floats
+    # is not: its ~30 us are less than waking and joining the team)
+    # (min_parallel_iterations <= 1: no threshold at all, to test the choices themselves)
+    if min_parallel_iterations <= 1 or nest_work(top) >= min_parallel_iterations * OPS_PER_ITERATION:
         loop = parallel_candidate(top)
         if loop.loop_kind == "serial" and loop.trip_count >= 2 and parallel_problem(loop) is None:
             loop.kind = StringAttr("parallel")

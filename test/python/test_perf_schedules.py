@@ -34,7 +34,7 @@ def _unary(shape, op="relu"):
 
 
 def test_batch_one_loop_is_skipped_for_parallelism():
-    loops = _loops(_unary((1, 67, 31, 29)))
+    loops = _loops(_unary((1, 67, 71, 61)))  # enough work to pay for a fork/join
     assert loops == {"main_0_relu": [("d0", "serial"), ("d1", "parallel"), ("d2", "serial"),
                                      ("d3", "vectorized")]}
 
