@@ -134,6 +134,10 @@ def print_table(rows: list[dict], threads: int) -> None:
     if ratios:
         geo = math.exp(sum(math.log(x) for x in ratios) / len(ratios))
         print(f"{'geomean ratio':<16}{'':>10}{'':>8}{'':>11}{'':>10}{geo:>8.2f}")
+    light = [r["ratio"] for r in rows if "error" not in r and r["model"] != "small_cnn"]
+    if light and len(light) != len(ratios):
+        geo = math.exp(sum(math.log(x) for x in light) / len(light))
+        print(f"{'geomean (light)':<16}{'':>10}{'':>8}{'':>11}{'':>10}{geo:>8.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
