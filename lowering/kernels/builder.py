@@ -352,6 +352,14 @@ class KernelBuilder:
     def iselect(self, cond: SSAValue, a: Index, b: Index) -> SSAValue:
         return self.emit(arith.SelectOp(cond, self.index(a), self.index(b)))
 
+    def wrap_negative(self, raw: Index, n: int) -> Index:
+        """An index read from data: a negative one counts from the end (``raw + n``)."""
+        return self.iselect(self.icmp("slt", raw, 0), self.iadd(raw, n), raw)
+
+    def clamp_extent(self, i: Index, n: int) -> Index:
+        """``i`` clamped into ``[0, n)`` (no in-range condition emitted)."""
+        return self.imin(self.imax(i, 0), n - 1)
+
     def all_of(self, conds: Sequence[SSAValue]) -> SSAValue | None:
         out = None
         for c in conds:

@@ -20,12 +20,9 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import TensorType, i64
 
 from dlc.lowering.kernels.builder import INDEX, KernelBuilder
+from dlc.lowering.kernels.movement import _names
 
 INDEX_TENSOR = TensorType(i64, [])
-
-
-def _names(rank: int) -> list[str]:
-    return [f"d{k}" for k in range(rank)]
 
 
 def _row_index(kb: KernelBuilder, index_buffer):

@@ -74,6 +74,12 @@ def flat_conv_form(enabled: bool = True) -> Iterator[None]:
         _FLAT_FORM.reset(token)
 
 
+def flat_form_enabled() -> bool:
+    """Whether kernels are being generated inside :func:`flat_conv_form` (the
+    CPU driver's kernel forms: the flat conv and the row-vectorized pools)."""
+    return _FLAT_FORM.get()
+
+
 FLAT_TILE = 16  # P (flattened output columns) is a multiple of the schedule's column tile
 FLAT_SCRATCH_BYTES = 256 << 20  # xp + outp: heap scratch (memref.alloc) per call
 
@@ -89,7 +95,7 @@ def _phases(k: int, dilation: int, stride: int) -> int:
 
 def flat_conv_plan(op: GraphOp) -> dict | None:
     """Sizes of the flattened padded form for `op`, or None when it does not apply."""
-    if not _FLAT_FORM.get():
+    if not flat_form_enabled():
         return None
     x_t, w_t = (o.type for o in op.operands)
     out_t = op.results[0].type

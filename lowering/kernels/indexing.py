@@ -43,15 +43,6 @@ def _copy(kb: KernelBuilder, src: SSAValue, dst: SSAValue, shape: Sequence[int])
         kb.store(kb.load(src, ivs), dst, ivs)
 
 
-def _wrap(kb: KernelBuilder, raw: SSAValue, n: int) -> Index:
-    """A negative index counts from the end."""
-    return kb.iselect(kb.icmp("slt", raw, 0), kb.iadd(raw, n), raw)
-
-
-def _clamp(kb: KernelBuilder, i: Index, n: int) -> Index:
-    return kb.imin(kb.imax(i, 0), n - 1)
-
-
 def _inside(kb: KernelBuilder, i: Index, n: int) -> SSAValue:
     return kb.all_of([kb.icmp("sge", i, 0), kb.icmp("slt", i, n)])
 
@@ -84,7 +75,7 @@ def lower_gather_nd(op: GraphOp, name: str) -> func.FuncOp:
         picked = []
         for j in range(k):
             raw = _index_at(kb, kb.inputs[1], indices.element_type, list(ivs[:lead]) + [j])
-            picked.append(_clamp(kb, _wrap(kb, raw, d_shape[b + j]), d_shape[b + j]))
+            picked.append(kb.clamp_extent(kb.wrap_negative(raw, d_shape[b + j]), d_shape[b + j]))
         src = list(ivs[:b]) + picked + list(ivs[lead:])
         kb.store(kb.load(kb.inputs[0], src), kb.outputs[0], ivs)
     return kb.finish()
@@ -106,7 +97,7 @@ def lower_scatter_nd(op: GraphOp, name: str) -> func.FuncOp:
         dst: list[Index] = list(at[:b])
         conds = []
         for j in range(k):
-            pos = _wrap(kb, _index_at(kb, kb.inputs[1], indices.element_type, at + [j]), d_shape[b + j])
+            pos = kb.wrap_negative(_index_at(kb, kb.inputs[1], indices.element_type, at + [j]), d_shape[b + j])
             conds.append(_inside(kb, pos, d_shape[b + j]))
             dst.append(pos)
         dst += rest
@@ -129,7 +120,7 @@ def lower_scatter_elements(op: GraphOp, name: str) -> func.FuncOp:
     n = d_shape[axis]
     _copy(kb, kb.inputs[0], kb.outputs[0], d_shape)
     with kb.loops(_names("i", len(i_shape)), i_shape) as ivs:
-        pos = _wrap(kb, _index_at(kb, kb.inputs[1], indices.element_type, ivs), n)
+        pos = kb.wrap_negative(_index_at(kb, kb.inputs[1], indices.element_type, ivs), n)
         dst = list(ivs)
         dst[axis] = pos
         with kb.if_(_inside(kb, pos, n)):

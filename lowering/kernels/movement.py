@@ -212,8 +212,7 @@ def lower_gather(op: GraphOp, name: str) -> func.FuncOp:
         raw = kb.to_index(kb.load(kb.inputs[1], idx_ivs), indices.element_type)
         # negative indices count from the end; out-of-range ones are clamped
         # (the reference raises) so the kernel never reads outside the data
-        wrapped = kb.iselect(kb.icmp("slt", raw, 0), kb.iadd(raw, n), raw)
-        clamped = kb.imin(kb.imax(wrapped, 0), n - 1)
+        clamped = kb.clamp_extent(kb.wrap_negative(raw, n), n)
         src = list(ivs[:axis]) + [clamped] + list(ivs[axis + len(i_shape):])
         kb.store(kb.load(kb.inputs[0], src), kb.outputs[0], ivs)
     return kb.finish()

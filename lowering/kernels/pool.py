@@ -113,9 +113,9 @@ def _cpu_kernel_forms() -> bool:
     """Whether the CPU driver's kernel forms are on (``conv.flat_conv_form``, set
     around lower-to-loops): the GPU lowering maps the output loops n, c, oh, ow
     to threads, so it keeps the per-element form (one thread per output)."""
-    from dlc.lowering.kernels.conv import _FLAT_FORM
+    from dlc.lowering.kernels.conv import flat_form_enabled
 
-    return _FLAT_FORM.get()
+    return flat_form_enabled()
 
 
 def _interior_columns(ow: int, kw: int, sw: int, dw: int, pl: int, w: int) -> tuple[int, int]:

@@ -42,11 +42,6 @@ def _f64_to_index(kb: KernelBuilder, v: SSAValue) -> SSAValue:
     return kb.to_index(kb.convert(v, f64, i64), i64)
 
 
-def _clamp(kb: KernelBuilder, i: Index, extent: int) -> Index:
-    """``i`` clamped into ``[0, extent)`` (no in-range condition emitted)."""
-    return kb.imin(kb.imax(i, 0), extent - 1)
-
-
 def _not(kb: KernelBuilder, cond: SSAValue) -> SSAValue:
     return kb.emit(arith.XOrIOp(cond, kb.emit(arith.ConstantOp.from_int_and_width(1, 1))))
 
@@ -139,7 +134,7 @@ def _grid_taps(kb, g, d: int, mode: str, padding: str, align: bool):
             idx, ok = kb.clamp_index(idx, 0, d, -16, d + 16)
             taps.append((idx, w, ok))
         else:
-            taps.append((_clamp(kb, idx, d), w, None))
+            taps.append((kb.clamp_extent(idx, d), w, None))
     return taps
 
 
@@ -378,7 +373,7 @@ def lower_roi_align(op: GraphOp, name: str) -> func.FuncOp:
     with kb.loops(["r", "c", "ph", "pw"], [out_t.get_shape()[0], channels, oh, ow]) as (r, c, ph, pw):
         out_idx = [r, c, ph, pw]
         img = kb.to_index(kb.load(kb.inputs[2], [r]), it)
-        img = _clamp(kb, img, n_img)
+        img = kb.clamp_extent(img, n_img)
         offset = kb.const(0.5 if half_pixel else 0.0, rt)
 
         def corner(k):

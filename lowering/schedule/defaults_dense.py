@@ -486,18 +486,25 @@ def _vectorizable(s: Schedule, name: str) -> bool:
 SCHEDULES = {"graph.matmul": schedule_matmul, "graph.conv2d": schedule_conv2d}
 
 
-def schedule_dense(kernel: func.FuncOp) -> bool:
-    """Apply the dense schedule for this kernel's source op, if any; True when applied."""
+def apply_source_schedule(kernel: func.FuncOp, schedules: dict) -> bool:
+    """Run ``schedules[kernel's source op]`` on ``kernel``; True when it applied.
+    Kernels already scheduled by hand and shapes a schedule's steps refuse are
+    left to the generic default."""
     source = kernel.attributes.get("tloop.source")
-    schedule = SCHEDULES.get(getattr(source, "data", None))
+    schedule = schedules.get(getattr(source, "data", None))
     if schedule is None:
         return False
     if any(isinstance(op, ForOp) and op.loop_kind != "serial" for op in kernel.walk()):
         return False  # already scheduled by hand
     try:
-        done = schedule(Schedule(kernel))
+        return schedule(Schedule(kernel))
     except ScheduleError:
         return False  # a shape the schedule's steps refuse: the generic default applies
+
+
+def schedule_dense(kernel: func.FuncOp) -> bool:
+    """Apply the dense schedule for this kernel's source op, if any; True when applied."""
+    done = apply_source_schedule(kernel, SCHEDULES)
     if done and "tloop.fused" in kernel.attributes:
         fuse_epilogue(kernel)  # the elementwise tail moves into the register tile's write-back
     return done

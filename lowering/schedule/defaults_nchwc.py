@@ -31,14 +31,14 @@ from __future__ import annotations
 from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, UnitAttr
 
-from dlc.dialects.tloop import ForOp
-from dlc.lowering.schedule.core import Schedule, ScheduleError, loop_name
+from dlc.lowering.schedule.core import Schedule, loop_name
 from dlc.lowering.schedule.defaults_dense import (
     _allow_contract,
     _fuse_all,
     _names,
     _schedule_init,
     _vectorizable,
+    apply_source_schedule,
 )
 
 
@@ -141,13 +141,4 @@ SCHEDULES = {"graph.conv2d_nchwc": schedule_conv2d_nchwc}
 
 def schedule_nchwc(kernel: func.FuncOp) -> bool:
     """Apply the blocked-layout schedule for this kernel's source op, if any."""
-    source = kernel.attributes.get("tloop.source")
-    schedule = SCHEDULES.get(getattr(source, "data", None))
-    if schedule is None:
-        return False
-    if any(isinstance(op, ForOp) and op.loop_kind != "serial" for op in kernel.walk()):
-        return False  # already scheduled by hand
-    try:
-        return schedule(Schedule(kernel))
-    except ScheduleError:
-        return False  # a shape the schedule's steps refuse: the generic default applies
+    return apply_source_schedule(kernel, SCHEDULES)
