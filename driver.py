@@ -260,10 +260,15 @@ def _one_line(err: Exception, stage: str) -> str:
     return msg if msg.startswith(stage) else f"{stage}: {msg}"
 
 
+# the CPU default: conv chains, pools and channel concats in NCHW16c (alter-op-layout);
+# "NCHW" (layout= or env DLC_LAYOUT) keeps plain layouts. The GPU pipeline never blocks.
+DEFAULT_CPU_LAYOUT = "NCHWc"
+
+
 def graph_passes(layout: str | None = None) -> tuple[str, ...]:
-    """GRAPH_PASSES, with alter-op-layout before fuse-ops for ``layout="NCHWc"``
-    (default: env ``DLC_LAYOUT``, else "NCHW": plain layouts)."""
-    layout = layout or os.environ.get("DLC_LAYOUT", "NCHW")
+    """GRAPH_PASSES (CPU), with alter-op-layout before fuse-ops for ``layout="NCHWc"``
+    (default: env ``DLC_LAYOUT``, else DEFAULT_CPU_LAYOUT; "NCHW": plain layouts)."""
+    layout = layout or os.environ.get("DLC_LAYOUT", DEFAULT_CPU_LAYOUT)
     if layout not in ("NCHW", "NCHWc"):
         raise CompileError(f"unknown layout '{layout}' (expected NCHW or NCHWc)")
     if layout == "NCHW":
@@ -289,6 +294,8 @@ def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = N
     if _level(module) == "loops":
         with _timed(timings, "expand-math"):
             _run_pass("expand-math", module, required=False)  # vectorizable exp/log/tanh/erf
+        with _timed(timings, "plan-workspace"):
+            _run_pass("plan-workspace", module, required=False)  # reused buffers, no malloc per call
     if _level(module) == "loops":
         with _timed(timings, "lower-to-llvm"):
             _run_pass("lower-to-llvm", module, required=True)
@@ -386,8 +393,9 @@ def compile(source, example_args=None, target: str = "llvm", entry: str | None =
 
     ``num_threads``: threads for parallel loops (default: env ``DLC_NUM_THREADS``,
     else all cores). ``entry``: the default entry point (default ``@main`` or the
-    first function). ``layout``: "NCHWc" runs conv chains in the blocked
-    NCHW16c layout (alter-op-layout; default: env ``DLC_LAYOUT``, else "NCHW").
+    first function). ``layout``: "NCHWc" runs conv chains, pools and channel concats
+    in the blocked NCHW16c layout (alter-op-layout), "NCHW" keeps plain layouts
+    (default: env ``DLC_LAYOUT``, else "NCHWc").
     """
     if target == "cuda":
         return _compile_cuda(source, entry, example_args)

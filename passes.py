@@ -35,6 +35,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "lower-to-loops": _lazy("dlc.lowering.lower_to_loops", "LowerToLoopsPass"),
     "lower-to-llvm": _lazy("dlc.lowering.lower_to_llvm", "LowerToLLVMPass"),
     "expand-math": _lazy("dlc.transforms.expand_math", "ExpandMathPass"),
+    "plan-workspace": _lazy("dlc.lowering.plan_workspace", "PlanWorkspacePass"),
     "lower-to-gpu": _lazy("dlc.lowering.lower_to_gpu", "LowerToGPUPass"),
     # schedule primitives on tloop kernels (dlc.lowering.schedule)
     "tloop-split": _lazy("dlc.transforms.tloop_split", "TLoopSplitPass"),

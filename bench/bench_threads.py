@@ -5,12 +5,13 @@ parallel regions). Prints the median microseconds per call over ``--calls`` call
 rounds, median of the round medians), the CPU/wall ratio and the process's thread count
 before/after (libgomp keeps its pool alive between calls). The wait policy is libgomp's,
 read from the environment when libgomp loads, so compare settings in separate processes.
-dlc defaults to ``OMP_WAIT_POLICY=passive`` when neither variable is set
-(``dlc.runtime.native.prefer_passive_omp_wait``); ``GOMP_SPINCOUNT=300000`` gives
+dlc defaults to ``GOMP_SPINCOUNT=1000`` when neither variable is set
+(``dlc.runtime.native.prefer_short_omp_spin``); ``GOMP_SPINCOUNT=300000`` gives
 libgomp's own spin default back::
 
     python bench/bench_threads.py --threads 1
-    python bench/bench_threads.py                      # dlc's default: passive
+    python bench/bench_threads.py                      # dlc's default: GOMP_SPINCOUNT=1000
+    OMP_WAIT_POLICY=passive python bench/bench_threads.py
     GOMP_SPINCOUNT=300000 python bench/bench_threads.py  # libgomp's spin default
     GOMP_SPINCOUNT=10000 python bench/bench_threads.py
 

@@ -2,13 +2,19 @@
 
     python -m dlc.bench.kernels [--threads 1] [--runs 7] [--only gemm,conv,dwconv,elementwise]
                                 [--no-expand-math] [--no-fuse]
+    python -m dlc.bench.kernels --only pool,gemv,concat,bandwidth   (memory-bound: GB/s)
 
 * peak: a compiled kernel of independent vector FMA chains (llvmlite, host
   CPU features) gives the FMA peak of ``--threads`` cores (run once per thread
   through a thread pool: the FMA loop releases no lock, it is native code);
 * gemm: square and model-like sizes; conv2d: ResNet-50 layer shapes (batch 1);
   depthwise conv (MobileNet-like); elementwise/softmax kernels (exp, tanh,
-  sigmoid, gelu, softmax rows).
+  sigmoid, gelu, softmax rows);
+* memory-bound kernels of the CNNs (GB/s of the bytes each must move at least:
+  inputs + weights + outputs): pools (model shapes: SqueezeNet, Inception,
+  ResNet, DenseNet, VGG), matrix-vector dense layers (AlexNet/VGG FC layers,
+  weight ``[K, N]`` after legalize folds the transpose), concat (DenseNet,
+  Inception); ``bandwidth`` prints numpy copy / sum bandwidth over 400 MB.
 
 Each case compiles a one-op graph function, times it alternately against the
 reference (medians) and prints GFLOP/s, % of peak and the speed ratio. Not
@@ -150,6 +156,72 @@ def softmax_case(shape=(512, 1031)):
         _onnx_unary("Softmax", shape, axis=-1)
 
 
+def _pool_text(op: str, x_s, y_s, k, stride, pads, ceil: bool = False, include_pad: bool = False) -> str:
+    attrs = (f"kernel = array<i64: {k}, {k}>, strides = array<i64: {stride}, {stride}>, "
+             f"padding = array<i64: {', '.join(map(str, pads))}>")
+    if ceil:
+        attrs += ", ceil_mode = true"
+    if include_pad:
+        attrs += ", count_include_pad = true"
+    return f"""func.func @main(%x: {_t(x_s)}) -> {_t(y_s)} {{
+  %y = graph.{op} %x {{{attrs}}} : ({_t(x_s)}) -> {_t(y_s)}
+  func.return %y : {_t(y_s)}
+}}"""
+
+
+def pool_case(kind: str, c: int, h: int, k: int, stride: int, pads=(0, 0, 0, 0), ceil: bool = False):
+    """kind "max" or "avg"; pads [top, left, bottom, right] (ONNX's begin/end order differs)."""
+    span = h + pads[0] + pads[2] - k
+    oh = (-(-span // stride) if ceil else span // stride) + 1
+    x_s, y_s = (1, c, h, h), (1, c, oh, oh)
+    text = _pool_text(f"{kind}_pool2d", x_s, y_s, k, stride, pads, ceil)
+    x = np.random.default_rng(0).standard_normal(x_s).astype(np.float32)
+    moved = 4 * (x.size + c * oh * oh)
+    onnx_pads = [pads[0], pads[1], pads[2], pads[3]]
+    return (f"{kind}pool c{c} {h}x{h} k{k} s{stride} p{''.join(map(str, pads))}", text, [x], moved, None,
+            _onnx_pool("MaxPool" if kind == "max" else "AveragePool", x_s, y_s, k, stride, onnx_pads, ceil))
+
+
+def gemv_case(k: int, n: int):
+    """A dense layer at batch 1 after legalize: [1, K] x [K, N] (B streamed once)."""
+    name, text, inputs, _, numpy_fn, onnx_factory = gemm_case(1, k, n)
+    return f"gemv {k}x{n}", text, inputs, 4 * (k * n + k + n), numpy_fn, onnx_factory
+
+
+def concat_case(shapes: list[tuple[int, ...]], axis: int = 1):
+    out = list(shapes[0])
+    out[axis] = sum(s[axis] for s in shapes)
+    args = ", ".join(f"%x{i}: {_t(s)}" for i, s in enumerate(shapes))
+    operands = ", ".join(f"%x{i}" for i in range(len(shapes)))
+    types = ", ".join(_t(s) for s in shapes)
+    text = f"""func.func @main({args}) -> {_t(out)} {{
+  %y = graph.concat {operands} {{axis = {axis} : i64}} : ({types}) -> {_t(out)}
+  func.return %y : {_t(out)}
+}}"""
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    moved = 8 * sum(x.size for x in inputs)
+    label = "+".join(str(s[axis]) for s in shapes)
+    return (f"concat {label} {'x'.join(map(str, shapes[0][2:]))}", text, inputs, moved,
+            lambda *xs: np.concatenate(xs, axis), _onnx_concat(shapes, out, axis))
+
+
+def measure_bandwidth(threads: int) -> str:
+    """numpy copy and sum over 400 MB (one thread: numpy does not thread them)."""
+    big = np.ones(100_000_000, np.float32)
+    dst = np.empty_like(big)
+    copy, total = [], []
+    for _ in range(3):
+        t = time.perf_counter()
+        np.copyto(dst, big)
+        copy.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        big.sum()
+        total.append(time.perf_counter() - t)
+    return (f"numpy 400 MB: copy {2 * big.nbytes / min(copy) / 1e9:.1f} GB/s (read + write), "
+            f"sum {big.nbytes / min(total) / 1e9:.1f} GB/s (one thread)")
+
+
 # -- onnxruntime references --------------------------------------------------------------
 
 
@@ -195,6 +267,26 @@ def _onnx_unary(op, shape, **attrs):
                                     [("y", shape)], threads)
 
 
+def _onnx_pool(op, x_s, y_s, k, stride, pads, ceil):
+    from onnx import helper
+
+    def make(threads):
+        # ONNX pads: [top, left, bottom, right] = begins then ends, the same order as ours
+        node = helper.make_node(op, ["x"], ["y"], kernel_shape=[k, k], strides=[stride, stride], pads=pads,
+                                ceil_mode=int(ceil))
+        return _session([node], [("x", x_s)], [("y", y_s)], threads)
+
+    return make
+
+
+def _onnx_concat(shapes, out, axis):
+    from onnx import helper
+
+    names = [f"x{i}" for i in range(len(shapes))]
+    return lambda threads: _session([helper.make_node("Concat", names, ["y"], axis=axis)],
+                                    list(zip(names, shapes)), [("y", out)], threads)
+
+
 # -- driver -------------------------------------------------------------------------------
 
 
@@ -202,6 +294,7 @@ def run_case(case, threads: int, runs: int, peak: float) -> str:
     import dlc
 
     name, text, inputs, flops, numpy_fn, onnx_factory = case
+    memory_bound = name.split()[0] in MEMORY_BOUND  # `flops` holds bytes moved: GB/s
     compiled = dlc.compile(text, num_threads=threads)
     outputs = [np.empty(shape, dtype) for _, shape, dtype in compiled.output_specs]
     fns = [lambda: compiled(*inputs, outputs=outputs)]
@@ -216,10 +309,15 @@ def run_case(case, threads: int, runs: int, peak: float) -> str:
         labels.append("numpy")
     times = time_alternating(fns, runs, budget_s=20.0)
     gflops = flops / times[0] / 1e9
-    row = f"{name:<32}{times[0] * 1e3:>10.3f}{gflops:>9.2f}{100 * gflops / peak:>7.1f}%"
+    unit = "GB/s" if memory_bound else "GF/s"
+    share = "" if memory_bound else f"{100 * gflops / peak:>6.1f}%"
+    row = f"{name:<32}{times[0] * 1e3:>10.3f}{gflops:>9.2f} {unit}{share:>7}"
     for label, t in zip(labels, times[1:]):
-        row += f"  {label} {t * 1e3:8.3f} ms ({flops / t / 1e9:6.2f} GF/s, dlc/{label} {times[0] / t:5.2f})"
+        row += f"  {label} {t * 1e3:8.3f} ms ({flops / t / 1e9:6.2f} {unit}, dlc/{label} {times[0] / t:5.2f})"
     return row
+
+
+MEMORY_BOUND = {"maxpool", "avgpool", "gemv", "concat"}
 
 
 def cases(only: set[str]):
@@ -237,6 +335,23 @@ def cases(only: set[str]):
         for op in ELEMENTWISE:
             yield elementwise_case(op)
         yield softmax_case()
+    if "pool" in only:  # model shapes (batch 1)
+        yield pool_case("max", 64, 111, 3, 2)  # SqueezeNet
+        yield pool_case("max", 64, 112, 3, 2, (1, 1, 1, 1))  # ResNet-50, DenseNet
+        yield pool_case("max", 192, 55, 3, 2)  # Inception v1
+        yield pool_case("max", 256, 27, 3, 1, (1, 1, 1, 1))  # Inception v1 branch pool
+        yield pool_case("max", 64, 224, 2, 2)  # VGG-19
+        yield pool_case("max", 256, 27, 3, 2)  # SqueezeNet
+        yield pool_case("avg", 128, 56, 2, 2)  # DenseNet transition
+        yield pool_case("avg", 576, 14, 3, 1, (1, 1, 1, 1))  # Inception v2
+        yield pool_case("avg", 136, 28, 3, 2, (1, 1, 1, 1))  # ShuffleNet
+    if "gemv" in only:  # FC layers at batch 1
+        for k, n in [(9216, 4096), (4096, 4096), (25088, 4096), (4096, 1000), (1024, 1000)]:
+            yield gemv_case(k, n)
+    if "concat" in only:  # DenseNet / Inception
+        yield concat_case([(1, 512, 7, 7), (1, 32, 7, 7)])
+        yield concat_case([(1, 256, 28, 28), (1, 32, 28, 28)])
+        yield concat_case([(1, 64, 28, 28), (1, 128, 28, 28), (1, 32, 28, 28), (1, 32, 28, 28)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -251,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
                                             ("fuse-ops", args.no_fuse)) if off})
     peak = measure_fma_peak(args.threads)
     print(f"measured FMA peak: {peak:.1f} GFLOP/s on {args.threads} thread(s)")
+    if "bandwidth" in args.only.split(","):
+        print(measure_bandwidth(args.threads))
     print(f"{'case':<32}{'dlc ms':>10}{'GF/s':>9}{'peak':>8}  references")
     for case in cases(set(args.only.split(","))):
         try:

@@ -7,7 +7,8 @@ For each model (the nine ``onnx/backend/test/data/light`` models and
 ``examples/small_cnn.onnx``): compile once with ``dlc.compile`` (compile time
 printed), build an onnxruntime session with the same thread count
 (``intra_op_num_threads``, sequential execution), warm both up, then time
-them in alternating blocks (3 dlc runs, 3 ort runs, ...; see
+them in alternating blocks (3 dlc runs, 3 ort runs, ..., each after 0.1 s of
+untimed runs; see
 ``time_alternating``) and report medians, the ratio
 dlc/ort (lower is better), dlc's GFLOP/s from the FLOP count of the imported
 graph (``bench/flops.py``), and whether dlc's output matches onnxruntime's
@@ -59,19 +60,25 @@ def _disable_passes(names: set[str]):
     driver._run_pass = run_pass
 
 
-def time_alternating(fns: list, runs: int, budget_s: float, block: int = 3) -> list[float]:
-    """Median seconds of each fn: rounds of ``block`` back-to-back calls of each
-    fn in turn, after a warm-up. The first call of each block is not counted:
-    the previous engine's thread pool may still be spinning then (libgomp and
-    onnxruntime both spin-wait after a parallel region), which would charge
-    one engine for the other's idle threads."""
+def time_alternating(fns: list, runs: int, budget_s: float, block: int = 3,
+                     settle_s: float = 0.1) -> list[float]:
+    """Median seconds of each fn: rounds of ``block`` back-to-back timed calls of
+    each fn in turn, after a warm-up. Before each timed block the harness keeps
+    calling the fn untimed for ``settle_s`` (at least once): the previous engine's
+    thread pool may still be spinning, and onnxruntime's keeps a core busy for
+    ~40 ms after its last run, which doubled the next few dlc calls (SqueezeNet
+    9 ms, then 4.5 ms once it stopped). Each engine is so timed in its steady
+    state, not charged for the other's idle threads."""
     for fn in fns:
         fn()
     samples: list[list[float]] = [[] for _ in fns]
     start = time.perf_counter()
     for i in range(runs):
         for fn, out in zip(fns, samples):
+            settle_until = time.perf_counter() + settle_s
             fn()
+            while time.perf_counter() < settle_until:
+                fn()
             for _ in range(block):
                 t = time.perf_counter()
                 fn()

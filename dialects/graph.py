@@ -3561,6 +3561,75 @@ class Conv2DNCHWcOp(GraphOp):
         return [_contiguous(out.reshape(n, obn, ob, oh, ow).transpose(0, 1, 3, 4, 2))]
 
 
+def _blocked_to_plain(x: np.ndarray) -> np.ndarray:
+    n, cb, h, w, b = x.shape
+    return x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)
+
+
+def _plain_to_blocked(x: np.ndarray, b: int) -> np.ndarray:
+    n, c, h, w = x.shape
+    return _contiguous(x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2))
+
+
+class _PoolNCHWcOp(GraphOp):
+    """A 2-D pool on NCHW{b}c: the plain pool (``PLAIN``, NCHW) of every channel."""
+
+    PLAIN: ClassVar[type[GraphOp]]
+    ATTRS: ClassVar[tuple[str, ...]] = ("kernel", "strides", "padding", "dilations", "ceil_mode",
+                                        "count_include_pad")
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        _check_element(operand_types[0], "float")
+        shape = list(operand_types[0].get_shape())
+        if len(shape) != 5:
+            raise ShapeError(f"input must be 5-D (NCHW{{b}}c), got rank {len(shape)}")
+        n, cb, h, w, b = shape
+        et = operand_types[0].element_type
+        (plain,) = cls.PLAIN.infer([tensor_type([n, cb * b, h, w], et)], attrs)
+        _, _, oh, ow = plain.get_shape()
+        return [tensor_type([n, cb, oh, ow, b], et)]
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        n, cb, oh, ow, b = self.out.type.get_shape()
+        plain_t = tensor_type([n, cb * b, oh, ow], self.out.type.element_type)
+        plain = self.PLAIN.create(result_types=[plain_t], attributes=dict(self.attributes))
+        (out,) = plain.reference(_blocked_to_plain(x))
+        return [_plain_to_blocked(out, b)]
+
+
+@irdl_op_definition
+class MaxPool2DNCHWcOp(_PoolNCHWcOp):
+    """max_pool2d on a channel-blocked tensor ``[N, C/b, H, W, b]`` (NCHW{b}c);
+    attributes as max_pool2d (no ``layout``). Built by ``alter-op-layout``.
+
+    ```mlir
+    %y = graph.max_pool2d_nchwc %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>} : (tensor<1x2x9x9x16xf32>) -> tensor<1x2x4x4x16xf32>
+    ```
+    """
+
+    name = "graph.max_pool2d_nchwc"
+    PLAIN: ClassVar[type[GraphOp]] = MaxPool2DOp
+
+
+@irdl_op_definition
+class AvgPool2DNCHWcOp(_PoolNCHWcOp):
+    """avg_pool2d on a channel-blocked tensor ``[N, C/b, H, W, b]`` (NCHW{b}c);
+    attributes as avg_pool2d (no ``layout``). Built by ``alter-op-layout``.
+
+    ```mlir
+    %y = graph.avg_pool2d_nchwc %x {kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>, count_include_pad = 1 : i64} : (tensor<1x2x8x8x16xf32>) -> tensor<1x2x4x4x16xf32>
+    ```
+    """
+
+    name = "graph.avg_pool2d_nchwc"
+    PLAIN: ClassVar[type[GraphOp]] = AvgPool2DOp
+
+
 # ===========================================================================
 # the dialect
 # ===========================================================================

@@ -32,6 +32,11 @@ and loops/ifs must become blocks anyway:
 * math ops become LLVM intrinsics (exp, log, sqrt, ...) or libm calls (erf ->
   erff, tanh -> tanhf); no fast-math flags except those an arith op carries
   (schedules set ``contract`` on accumulations: FMA rounds once, within 1e-5).
+* ``memref.alloc``/``dealloc`` become ``aligned_alloc``/``free``, except the workspace
+  ``plan-workspace`` tags ``dlc.workspace``: ``dlc_workspace_acquire``/``release`` keep
+  it cached in an internal global per host function (``<fn>_workspace``) between calls;
+  the exported ``dlc_release_workspaces()`` frees the cached blocks
+  (lowering/plan_workspace.py).
 * ``tloop.weight "w"`` becomes an external global ``@__dlc_weight_<i>`` tagged
   ``dlc.weight_name = "w"``; the JIT binds it to the weights-store array, an
   exported library embeds the bytes.
@@ -40,7 +45,7 @@ and loops/ifs must become blocks anyway:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
@@ -78,6 +83,11 @@ LOOP_ATTR = "dlc.loop"
 VECTOR_WIDTH_ATTR = "dlc.vector_width"
 VECTOR_BYTES = 32  # one AVX2 register; LLVM splits wider vectors, narrower hosts still run them
 HOST_ATTR = "tloop.host"
+WORKSPACE_ATTR = "dlc.workspace"  # lowering/plan_workspace.py
+WORKSPACE_SLOT_SUFFIX = "_workspace"
+WORKSPACE_ACQUIRE = "dlc_workspace_acquire"
+WORKSPACE_RELEASE = "dlc_workspace_release"
+RELEASE_WORKSPACES = "dlc_release_workspaces"
 NUM_INPUTS_ATTR = "tloop.num_inputs"
 
 # libm functions for math ops LLVM has no intrinsic for (f32 name, f64 name).
@@ -221,6 +231,17 @@ class _ModuleState:
     weights: dict[str, str]  # weight name -> global symbol
     new_ops: list[Operation]
     parallel_count: int = 0
+    workspace_slots: list[str] = field(default_factory=list)
+
+    def workspace_slot(self, fn_name: str) -> str:
+        """The global caching ``fn_name``'s workspace (an i64 address, 0 = none cached)."""
+        name = f"{fn_name}{WORKSPACE_SLOT_SUFFIX}"
+        if name not in self.workspace_slots:
+            self.workspace_slots.append(name)
+            self.new_ops.append(llvm.GlobalOp(i64, name, "internal", value=IntegerAttr(0, i64)))
+            if len(self.workspace_slots) == 1:
+                self.new_ops.extend(_workspace_helpers(self))
+        return name
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute | None) -> None:
         if name in self.declared:
@@ -358,6 +379,10 @@ class _FunctionLowering:
                 hints.pop(LOOP_ATTR)
             else:
                 hints[VECTOR_WIDTH_ATTR] = IntegerAttr(_vector_width(op), i64)
+                if "dlc.strided_vector" in op.attributes:
+                    # a pool's strided interior (defaults_elementwise.STRIDED_VECTOR_ATTR): often
+                    # under 16 iterations, which LLVM leaves scalar when it needs alias checks
+                    hints[LOOP_ATTR] = StringAttr("vectorized-forced")
                 if "dlc.whole_vector" in op.attributes:  # the loop is one vector (defaults_nchwc.py)
                     hints[VECTOR_WIDTH_ATTR] = IntegerAttr(op.trip_count, i64)
                     hints[LOOP_ATTR] = StringAttr("vectorized-whole")
@@ -391,7 +416,11 @@ class _FunctionLowering:
         state = self.state
         outlined_name = f"{self.fn_name}_par{state.parallel_count}"
         state.parallel_count += 1
-        live_ins = _live_ins(op)
+        # constants are re-created in the outlined function, not passed: a value read
+        # from the context struct is opaque to LLVM (a constant stride would become a
+        # runtime one: no folding, no interleaved vectorization)
+        known = [v for v in _live_ins(op) if _static_live_in(v) is not None]
+        live_ins = [v for v in _live_ins(op) if _static_live_in(v) is None]
         # caller: pack live-ins into a struct, run GOMP_parallel
         context_type = llvm.LLVMStructType.from_type_list(
             [llvm_type(v.type) for v in live_ins] or [i64])
@@ -411,6 +440,12 @@ class _FunctionLowering:
         for i, value in enumerate(live_ins):
             slot = inner.emit(llvm.GEPOp(arg, [0, i], context_type, inbounds=True))
             inner.values[value] = inner.emit(llvm.LoadOp(slot, llvm_type(value.type)))
+        for value in known:
+            constant = _static_live_in(value)
+            if isinstance(constant, int):  # the induction variable of a 1-trip loop
+                inner.values[value] = inner.const(constant, i64)
+            else:
+                inner.lower_op(constant)
         tid = inner.emit(llvm.SExtOp(inner.call("omp_get_thread_num", [], i32), i64))
         nth = inner.emit(llvm.SExtOp(inner.call("omp_get_num_threads", [], i32), i64))
         trips = inner.const(op.trip_count, i64)
@@ -448,6 +483,19 @@ def _vector_width(loop: tloop.ForOp) -> int:
             bits = elem.width.data if isinstance(elem, IntegerType) else elem.bitwidth
             widest = max(widest, bits // 8)
     return max(2, VECTOR_BYTES // widest)
+
+
+def _static_live_in(value: SSAValue) -> Operation | int | None:
+    """The arith.constant defining ``value``, or the only value of a 1-trip loop's
+    induction variable; None for other values."""
+    owner = value.owner
+    if isinstance(owner, Operation) and owner.name == "arith.constant":
+        return owner
+    if isinstance(owner, Block) and isinstance(owner.parent_op(), tloop.ForOp):
+        loop = owner.parent_op()
+        if loop.trip_count == 1 and value is loop.induction_var:
+            return loop.lower
+    return None
 
 
 def _live_ins(op: Operation) -> list[SSAValue]:
@@ -729,11 +777,18 @@ def _alloca(lo, op):
 @_handles("memref.alloc")
 def _alloc(lo, op):
     size = (byte_size(op.results[0].type) + 63) // 64 * 64  # aligned_alloc needs a multiple
+    if WORKSPACE_ATTR in op.attributes:  # plan-workspace's reused block (lowering/plan_workspace.py)
+        slot = lo.emit(llvm.AddressOfOp(lo.state.workspace_slot(lo.fn_name), PTR))
+        return lo.emit(llvm.CallOp(WORKSPACE_ACQUIRE, slot, lo.const(max(size, 64), i64), return_type=PTR))
     return lo.call("aligned_alloc", [lo.const(64, i64), lo.const(max(size, 64), i64)], PTR)
 
 
 @_handles("memref.dealloc")
 def _dealloc(lo, op):
+    if WORKSPACE_ATTR in op.attributes:
+        slot = lo.emit(llvm.AddressOfOp(lo.state.workspace_slot(lo.fn_name), PTR))
+        lo.emit(llvm.CallOp(WORKSPACE_RELEASE, slot, lo.v(op.operands[0])))
+        return
     lo.call("free", [lo.v(op.operands[0])], None)
 
 
@@ -866,9 +921,10 @@ def _return(lo, op):
 
 
 def _written_arguments(fn: func.FuncOp) -> set[int]:
-    """Indices of the memref arguments ``fn`` stores to."""
+    """Indices of the memref arguments ``fn`` stores to (directly or through a view of one)."""
     args = {arg: i for i, arg in enumerate(fn.body.block.args)} if fn.body.blocks else {}
-    return {args[op.operands[1]] for op in fn.walk() if op.name == "memref.store" and op.operands[1] in args}
+    stored = (_buffer_range(op.operands[1])[0] for op in fn.walk() if op.name == "memref.store")
+    return {args[buf] for buf in stored if buf in args}
 
 
 def _buffer_range(value: SSAValue) -> tuple[SSAValue, float, float]:
@@ -955,6 +1011,65 @@ def _lower_function(state: _ModuleState, fn: func.FuncOp, may_alias: bool = Fals
     return new
 
 
+def _workspace_helpers(state: _ModuleState) -> list[Operation]:
+    """``dlc_workspace_acquire(slot, bytes)``: the block cached in ``slot`` (taking it)
+    or a fresh ``aligned_alloc``; ``dlc_workspace_release(slot, block)``: caches
+    ``block``, freeing the one cached meanwhile (a concurrent call's). The slot is
+    read and written under libgomp's unnamed critical section (a mutex), so two
+    threads never get the same block (lowering/plan_workspace.py)."""
+    for name, inputs, output in (("GOMP_critical_start", [], None), ("GOMP_critical_end", [], None),
+                                 ("aligned_alloc", [i64, i64], PTR), ("free", [PTR], None)):
+        state.declare(name, inputs, output)
+    acquire = Region([Block(arg_types=(PTR, i64)), Block(), Block()])
+    entry, fresh, cached_block = acquire.blocks
+    slot, size = entry.args
+    zero = llvm.ConstantOp(IntegerAttr(0, i64), i64)
+    cached = llvm.LoadOp(slot, i64)
+    is_empty = llvm.ICmpOp(cached.results[0], zero.results[0], IntegerAttr(_ICMP_PREDICATES.index("eq"), i64))
+    entry.add_ops([
+        llvm.CallOp("GOMP_critical_start"), zero, cached, llvm.StoreOp(zero.results[0], slot),
+        llvm.CallOp("GOMP_critical_end"), is_empty, llvm.CondBrOp(is_empty.results[0], fresh, [], cached_block, []),
+    ])
+    align = llvm.ConstantOp(IntegerAttr(64, i64), i64)
+    block = llvm.CallOp("aligned_alloc", align.results[0], size, return_type=PTR)
+    fresh.add_ops([align, block, llvm.ReturnOp(block.results[0])])
+    pointer = llvm.IntToPtrOp(cached.results[0])
+    cached_block.add_ops([pointer, llvm.ReturnOp(pointer.results[0])])
+
+    release = Region(Block(arg_types=(PTR, PTR)))
+    slot, given = release.block.args
+    address = llvm.PtrToIntOp(given, i64)
+    previous = llvm.LoadOp(slot, i64)
+    previous_ptr = llvm.IntToPtrOp(previous.results[0])
+    release.block.add_ops([
+        address, llvm.CallOp("GOMP_critical_start"), previous, llvm.StoreOp(address.results[0], slot),
+        llvm.CallOp("GOMP_critical_end"), previous_ptr, llvm.CallOp("free", previous_ptr.results[0]), llvm.ReturnOp(),
+    ])
+    internal = llvm.LinkageAttr("internal")
+    return [
+        llvm.FuncOp(WORKSPACE_ACQUIRE, llvm.LLVMFunctionType([PTR, i64], PTR), linkage=internal, body=acquire),
+        llvm.FuncOp(WORKSPACE_RELEASE, llvm.LLVMFunctionType([PTR, PTR], llvm.LLVMVoidType()),
+                    linkage=internal, body=release),
+    ]
+
+
+def _release_workspaces(state: _ModuleState) -> llvm.FuncOp:
+    """Exported ``dlc_release_workspaces()``: frees every cached workspace (call it
+    only when no call of the module is running, e.g. when unloading it)."""
+    if state.workspace_slots:
+        state.declare("free", [PTR], None)
+    body = Region(Block())
+    for name in state.workspace_slots:
+        slot = llvm.AddressOfOp(name, PTR)
+        zero = llvm.ConstantOp(IntegerAttr(0, i64), i64)
+        cached = llvm.LoadOp(slot.results[0], i64)
+        pointer = llvm.IntToPtrOp(cached.results[0])
+        body.block.add_ops([slot, zero, cached, llvm.StoreOp(zero.results[0], slot.results[0]), pointer, llvm.CallOp("free", pointer.results[0])])
+    body.block.add_op(llvm.ReturnOp())
+    return llvm.FuncOp(RELEASE_WORKSPACES, llvm.LLVMFunctionType([], llvm.LLVMVoidType()),
+                       linkage=llvm.LinkageAttr("external"), body=body)
+
+
 def _thread_count_support() -> list[Operation]:
     """The ``@dlc_num_threads`` global and the exported ``dlc_set_num_threads`` setter."""
     glob = llvm.GlobalOp(i32, NUM_THREADS_GLOBAL, "internal", value=IntegerAttr(0, i32))
@@ -990,6 +1105,8 @@ def lower_module(module: ModuleOp) -> None:
         module.body.block.insert_op_before(new, fn)
         fn.detach()
         fn.erase()
+    if not any(op.sym_name.data == RELEASE_WORKSPACES for op in module.ops if isinstance(op, llvm.FuncOp)):
+        state.new_ops.append(_release_workspaces(state))
     for op in state.new_ops:
         name = op.sym_name.data
         if isinstance(op, llvm.FuncOp) and not op.body.blocks and name in defined:

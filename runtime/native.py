@@ -3,17 +3,25 @@
 Shared by the JIT (``dlc.driver.CompiledModule``) and by exported libraries
 (``dlc.runtime.load``). ABI of an entry point: ``void f(void* in0, ...,
 void* out0, ...)`` over C-contiguous buffers; the caller allocates outputs.
-Each call is one native call (ctypes releases the GIL during it).
+Each call is one native call (ctypes releases the GIL during it). Calls from
+several threads may run at once: each host function reuses one cached workspace
+and a call that finds it taken runs on a fresh one (lowering/plan_workspace.py);
+``dlc_release_workspaces`` frees the cache when the module is collected.
 
 libgomp wait policy: before libgomp is first loaded into the process (by the JIT
-or by loading an exported library), ``prefer_passive_omp_wait`` sets
-``OMP_WAIT_POLICY=passive`` unless the user set ``OMP_WAIT_POLICY`` or
+or by loading an exported library), ``prefer_short_omp_spin`` sets
+``GOMP_SPINCOUNT=1000`` unless the user set ``OMP_WAIT_POLICY`` or
 ``GOMP_SPINCOUNT``. libgomp reads these once, when it loads. Its default spins
 idle threads for ~0.3 s: best on an idle machine, but when the cores are
 oversubscribed a spinning thread burns the slice the thread it waits for needs,
 and each parallel region then costs a scheduler quantum (ShuffleNet: 14 ms at 1
-thread, up to 660 ms at 2). Passive (futex sleep, ~50 us per region) was never
-slower than 1 thread in our measurements (docs/architecture.md "Runtime: threads").
+thread, up to 660 ms at 2). ``OMP_WAIT_POLICY=passive`` (futex sleep at once) is
+robust but pays a wake-up per region (SqueezeNet, 32 regions: 6.7 ms at 2
+threads). A short spin (1000 rounds, a few microseconds) catches the next region
+of the same inference on an idle machine (SqueezeNet 4.5 ms) and gives the core
+up almost at once on a busy one (9.0 ms against passive's 7.8 ms with the other
+core busy; 3000 rounds: 11.6 ms, 10000: 18 ms). docs/architecture.md
+"Runtime: threads" has the measurements.
 """
 
 from __future__ import annotations
@@ -36,15 +44,18 @@ def _libgomp_loaded() -> bool:
         return False  # no procfs: cannot tell, assume not yet loaded
 
 
-def prefer_passive_omp_wait() -> None:
-    """Default libgomp to the passive wait policy (see the module docstring); a no-op
-    when the user chose a policy or spin count, or when libgomp is already loaded
-    (too late: it read its environment then)."""
+DEFAULT_GOMP_SPINCOUNT = "1000"
+
+
+def prefer_short_omp_spin() -> None:
+    """Default libgomp to a short spin before sleeping (see the module docstring); a
+    no-op when the user chose a policy or spin count, or when libgomp is already
+    loaded (too late: it read its environment then)."""
     if "OMP_WAIT_POLICY" in os.environ or "GOMP_SPINCOUNT" in os.environ:
         return
     if _libgomp_loaded():
         return
-    os.environ["OMP_WAIT_POLICY"] = "passive"
+    os.environ["GOMP_SPINCOUNT"] = DEFAULT_GOMP_SPINCOUNT
 
 
 class DlcRuntimeError(Exception):
@@ -134,7 +145,8 @@ class NativeModule:
     """
 
     def __init__(self, entries: dict[str, EntryPoint], default_entry: str,
-                 set_num_threads_address: int | None = None, keepalive: object = None):
+                 set_num_threads_address: int | None = None, keepalive: object = None,
+                 release_workspaces_address: int | None = None):
         if default_entry not in entries:
             raise DlcRuntimeError(f"no entry point named @{default_entry}")
         self.entries = entries
@@ -144,9 +156,18 @@ class NativeModule:
             ctypes.CFUNCTYPE(None, ctypes.c_int32)(set_num_threads_address)
             if set_num_threads_address else None
         )
+        # frees the host functions' cached workspaces (lowering/plan_workspace.py) on unload
+        self._release_workspaces = (
+            ctypes.CFUNCTYPE(None)(release_workspaces_address) if release_workspaces_address else None
+        )
         threads = os.environ.get("DLC_NUM_THREADS")
         if threads:
             self.set_num_threads(int(threads))
+
+    def __del__(self):
+        release = getattr(self, "_release_workspaces", None)
+        if release is not None:
+            release()  # no call can be running: a running call holds a reference to self
 
     def __call__(self, *arrays, outputs=None) -> list[np.ndarray]:
         return self.entries[self.default_entry](*arrays, outputs=outputs)
@@ -187,7 +208,7 @@ def load(path: str, num_threads: int | None = None) -> NativeModule:
     """Load a shared library written by ``CompiledModule.export``."""
     if not os.path.exists(path):
         raise DlcRuntimeError(f"{path}: no such file")
-    prefer_passive_omp_wait()  # before the library pulls in libgomp
+    prefer_short_omp_spin()  # before the library pulls in libgomp
     try:
         lib = ctypes.CDLL(os.path.abspath(path))
     except OSError as err:
@@ -203,7 +224,10 @@ def load(path: str, num_threads: int | None = None) -> NativeModule:
         entries[name] = EntryPoint(name, address, specs_from_json(spec["inputs"]),
                                    specs_from_json(spec["outputs"]))
     setter = ctypes.cast(lib.dlc_set_num_threads, ctypes.c_void_p).value
-    module = NativeModule(entries, meta["default_entry"], setter, keepalive=lib)
+    release = getattr(lib, "dlc_release_workspaces", None)  # absent in older libraries
+    release = ctypes.cast(release, ctypes.c_void_p).value if release is not None else None
+    module = NativeModule(entries, meta["default_entry"], setter, keepalive=lib,
+                          release_workspaces_address=release)
     if num_threads is None and not os.environ.get("DLC_NUM_THREADS"):
         num_threads = meta.get("num_threads")  # the compile-time choice, if any
     if num_threads is not None:

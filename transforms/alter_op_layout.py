@@ -16,6 +16,14 @@ TVM's x86 conv2d_NCHWc strategy. In every graph function:
   ...), and add/sub/mul/max/min whose operands are blocked values of the
   same shape, scalars, or per-channel constants (``[C,1,1]``/``[1,C,1,1]``:
   re-laid out to ``[1,C/b,1,1,b]`` with zero padding);
+* pools carry it: ``max_pool2d``/``avg_pool2d`` (NCHW) of a blocked value become
+  ``max_pool2d_nchwc``/``avg_pool2d_nchwc``; legalize's global pools (reduce_mean /
+  reduce_max over H and W, keepdims) become those pools with an H x W window, and
+  other reductions over exactly H and W reduce axes 2, 3 of the blocked tensor;
+* a channel ``concat`` whose operands' channel counts are all multiples of the block
+  and of which at least one is blocked joins the blocks (a concat along axis 1 of
+  NCHW{b}c; plain operands are blocked first). With any other count a padded
+  block would land in the middle of the result: the concat stays plain;
 * a ``layout_transform`` back to NCHW is inserted once per blocked value that
   some other op (or the function's return) reads, and one to NCHW{b}c once
   per plain value a converted op reads.
@@ -24,7 +32,8 @@ Constant weights (``graph.constant``/``graph.weight``) are re-laid out here,
 at compile time, with fold-constant's folding (no size limit: a re-laid-out
 weight is barely larger than the original), so no weight transform runs at
 run time. Padded channels hold zeros after a conv; the propagated ops keep
-them finite, and the next conv multiplies them by zero weights.
+them finite (pools and spatial reductions of zeros are zero: every pooling
+window sees the input), and the next conv multiplies them by zero weights.
 """
 
 from __future__ import annotations
@@ -41,7 +50,8 @@ from xdsl.pattern_rewriter import PatternRewriter
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.dialects import graph as g
-from dlc.dialects.graph_base import GraphOp, is_float
+from dlc.dialects.graph import _reduce_axes
+from dlc.dialects.graph_base import GraphOp, is_float, normalize_axis
 from dlc.transforms.fold_constant import FoldConstantOps, _weight_names
 from dlc.weights import store_of
 
@@ -50,6 +60,11 @@ LAYOUT_FREE_UNARY = ("graph.relu", "graph.clip", "graph.leaky_relu", "graph.sigm
                      "graph.hard_sigmoid", "graph.elu", "graph.abs", "graph.neg")
 # 0 op 0 is finite for these (not div, pow, mod: 0/0 would poison the next conv)
 LAYOUT_FREE_BINARY = ("graph.add", "graph.sub", "graph.mul", "graph.max", "graph.min")
+# over H and W only (legalize's global pools): a padded channel's sum/mean/max/min is 0
+SPATIAL_REDUCTIONS = ("graph.reduce_mean", "graph.reduce_max", "graph.reduce_sum", "graph.reduce_min")
+BLOCKED_POOLS = {"graph.max_pool2d": g.MaxPool2DNCHWcOp, "graph.avg_pool2d": g.AvgPool2DNCHWcOp}
+# legalize's global pools: a blocked pool whose window is all of H x W (same sums, same order)
+GLOBAL_POOLS = {"graph.reduce_max": g.MaxPool2DNCHWcOp, "graph.reduce_mean": g.AvgPool2DNCHWcOp}
 
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
@@ -82,6 +97,12 @@ class _FunctionRewrite:
                 self._convert_conv(op)
             elif op.name in LAYOUT_FREE_UNARY + LAYOUT_FREE_BINARY:
                 self._convert_elementwise(op)
+            elif isinstance(op, (g.MaxPool2DOp, g.AvgPool2DOp)):
+                self._convert_pool(op)
+            elif op.name in SPATIAL_REDUCTIONS:
+                self._convert_spatial_reduction(op)
+            elif isinstance(op, g.ConcatOp):
+                self._convert_concat(op)
         self._restore_plain_uses()
         for op in reversed(self.converted):
             Rewriter.erase_op(op)
@@ -144,6 +165,49 @@ class _FunctionRewrite:
             operands.append(per_channel)
         attrs = {k: v for k, v in op.attributes.items() if "." not in k}
         self._replace(op, type(op).make(*operands, **attrs))
+
+    def _convert_pool(self, op: GraphOp) -> None:
+        """A pool of a blocked value pools each channel of its block: max/avg_pool2d_nchwc."""
+        x = op.operands[0]
+        if x not in self.blocked or op.attrs.str("layout", "NCHW") != "NCHW":
+            return
+        if not is_float(op.results[0].type.element_type):
+            return
+        attrs = {k: v for k, v in op.attributes.items() if "." not in k and k != "layout"}
+        self._replace(op, BLOCKED_POOLS[op.name].make(self.blocked[x], **attrs))
+
+    def _convert_spatial_reduction(self, op: GraphOp) -> None:
+        """A reduction over H and W (keepdims) of a blocked value, [N, C/b, 1, 1, b]: for
+        mean and max a blocked pool with an H x W window, else the same reduction over
+        axes 2, 3 of the blocked tensor."""
+        x = op.operands[0]
+        if x not in self.blocked or not op.attrs.bool("keepdims"):
+            return
+        if len(_shape(x)) != 4 or _reduce_axes(op.attrs, 4) != (2, 3):
+            return
+        if op.name in GLOBAL_POOLS:  # a window over all of H x W: the pool kernel's vectors
+            pool = GLOBAL_POOLS[op.name].make(self.blocked[x], kernel=list(_shape(x)[2:]))
+            self._replace(op, pool)
+            return
+        attrs = {k: v for k, v in op.attributes.items() if "." not in k and k != "axes"}
+        self._replace(op, type(op).make(self.blocked[x], axes=[2, 3], **attrs))
+
+    def _convert_concat(self, op: g.ConcatOp) -> None:
+        """A channel concat of blocked values whose channel counts are all multiples of the
+        block: a concat of the blocks (axis 1 of NCHW{b}c). Any other count would put
+        padded channels in the middle of the result: the concat then stays plain."""
+        out_shape = _shape(op.results[0])
+        if len(out_shape) != 4 or normalize_axis(op.attrs.int("axis"), 4) != 1:
+            return
+        if not any(v in self.blocked for v in op.operands):
+            return
+        b = self.block
+        if any(_shape(v)[1] % b for v in op.operands):
+            return
+        if any(_shape(self.blocked[v])[4] != b for v in op.operands if v in self.blocked):
+            return
+        operands = [self._to_blocked(v, op) for v in op.operands]
+        self._replace(op, g.ConcatOp.make(*operands, axis=1))
 
     def _per_channel(self, value: SSAValue, channels: int, before: Operation) -> SSAValue | None:
         """``value`` (a scalar or per-channel tensor) as a blocked broadcast operand, or None."""

@@ -1,7 +1,7 @@
-"""`expand-math`: exp, log, tanh, erf, atan, asin and acos on f32/f16 -> arith
+"""`expand-math`: exp, log, tanh, erf, atan, asin, acos and powf on f32/f16 -> arith
 polynomial sequences.
 
-``expand-math{fma=true}``
+``expand-math{fma=true general-pow=false}``
 
 Why: LLVM lowers ``math.exp``/``math.log`` to the ``llvm.exp``/``llvm.log``
 intrinsics and ``math.tanh``/``math.erf`` to libm calls (``tanhf``, ``erff``);
@@ -35,6 +35,16 @@ tests check 1e-5 relative against numpy on wide ranges):
   ``acos = 2 asin(v)`` (``pi -`` that for ``x < 0``); ``acos = pi/2 - asin(x)``
   in the middle. ``|x| > 1`` gives NaN through ``sqrt`` of a negative number.
 
+* ``powf(x, c)`` with ``c`` known at compile time (an ``arith.constant``, or a
+  kernel argument every caller binds to a weight whose elements all equal ``c``,
+  as LRN's beta): ``c`` in 0, 1, 2, 3, -1, -2 by multiplications, 0.5, 0.25, 0.75,
+  -0.5 by square roots (0.75: ``sqrt(x) * sqrt(sqrt(x))``, <= 1.5 ulp), with the
+  C99 special cases (``(-0)^c``, ``(-inf)^c``); other exponents keep the libm call
+  unless ``general-pow=true``: ``exp(y log|x|)`` in f64 (log by the atanh series,
+  exp by a Taylor polynomial, 2^n from exponent bits; within 1 ulp) with C99's
+  special cases as selects (sign of odd integer powers, NaN for x < 0 and
+  non-integer y, ``x^0 = 1^y = 1``, ``(-1)^inf = 1``).
+
 f16 is computed in f32 and rounded back; f64 is left alone (its libm/intrinsic
 calls are exact and f64 kernels are rare). ``fma=false`` uses a separate
 multiply and add (for hosts without FMA, where ``llvm.fma`` becomes a libcall).
@@ -43,8 +53,11 @@ Kernels (``tloop.kernel`` functions) and any other function are rewritten alike.
 
 from __future__ import annotations
 
+import math as math_lib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 from xdsl.context import Context
 from xdsl.dialects import arith, math
@@ -55,7 +68,10 @@ from xdsl.dialects.builtin import (
     IntegerAttr,
     ModuleOp,
     f32,
+    f64,
+    i1,
     i32,
+    i64,
 )
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -65,16 +81,22 @@ from xdsl.pattern_rewriter import (
     RewritePattern,
 )
 
-EXPANDED = ("math.exp", "math.log", "math.tanh", "math.erf", "math.atan", "math.asin", "math.acos")
+EXPANDED = ("math.exp", "math.log", "math.tanh", "math.erf", "math.atan", "math.asin", "math.acos",
+            "math.powf")
 
 
 class _Emitter:
     """Collects the f32 ops of one expansion (Python numbers become constants)."""
 
-    def __init__(self, use_fma: bool):
-        self.ops: list[Operation] = []
+    def __init__(self, use_fma: bool, float_type=f32, int_type=i32, ops: list[Operation] | None = None):
+        self.ops: list[Operation] = [] if ops is None else ops
         self.use_fma = use_fma
+        self.ft, self.it = float_type, int_type  # f32/i32, or f64/i64 (pow's inner math)
         self._constants: dict[tuple[str, float | int], SSAValue] = {}
+
+    def wide(self) -> "_Emitter":
+        """An f64/i64 emitter appending to the same op list."""
+        return _Emitter(self.use_fma, f64, i64, self.ops)
 
     def emit(self, op: Operation) -> SSAValue:
         self.ops.append(op)
@@ -85,7 +107,7 @@ class _Emitter:
             return value
         key = ("f", float(value))
         if key not in self._constants:
-            self._constants[key] = self.emit(arith.ConstantOp(FloatAttr(float(value), f32)))
+            self._constants[key] = self.emit(arith.ConstantOp(FloatAttr(float(value), self.ft)))
         return self._constants[key]
 
     def i(self, value: int | SSAValue) -> SSAValue:
@@ -93,7 +115,7 @@ class _Emitter:
             return value
         key = ("i", int(value))
         if key not in self._constants:
-            self._constants[key] = self.emit(arith.ConstantOp(IntegerAttr(int(value), i32)))
+            self._constants[key] = self.emit(arith.ConstantOp(IntegerAttr(int(value), self.it)))
         return self._constants[key]
 
     # float arithmetic
@@ -148,16 +170,16 @@ class _Emitter:
 
     # bits
     def bits(self, a):
-        return self.emit(arith.BitcastOp(a, i32))
+        return self.emit(arith.BitcastOp(a, self.it))
 
     def float_of_bits(self, a):
-        return self.emit(arith.BitcastOp(a, f32))
+        return self.emit(arith.BitcastOp(a, self.ft))
 
     def to_int(self, a):
-        return self.emit(arith.FPToSIOp(a, i32))
+        return self.emit(arith.FPToSIOp(a, self.it))
 
     def to_float(self, a):
-        return self.emit(arith.SIToFPOp(a, f32))
+        return self.emit(arith.SIToFPOp(a, self.ft))
 
     def iadd(self, a, b):
         return self.emit(arith.AddiOp(self.i(a), self.i(b)))
@@ -320,6 +342,138 @@ def expand_acos(e: _Emitter, x: SSAValue) -> SSAValue:
     return e.select(large, outer, e.sub(PIO2, p))
 
 
+# truncation errors: s^7 / 15 < 3e-12 (s = f^2 < 0.0295) and r^10 / 10! < 7e-12 (|r| < 0.347),
+# far below an f32 ulp (6e-8) for |y log x| up to ~1000
+LOG_SERIES = tuple(1.0 / (2 * k + 1) for k in range(6, -1, -1))  # atanh series: 1/13 ... 1/3, 1
+EXP_SERIES = tuple(1.0 / math_lib.factorial(k) for k in range(9, -1, -1))  # 1/9! ... 1/1!, 1
+SQRT2 = 1.4142135623730951
+LN2 = 0.6931471805599453
+F64_MANTISSA = 0x000FFFFFFFFFFFFF
+F64_ONE_BITS = 0x3FF0000000000000
+TWO_24 = 16777216.0  # f32 values at or above are even integers
+
+
+def _wide_pow_magnitude(e: _Emitter, ax: SSAValue, y: SSAValue) -> SSAValue:
+    """|x|^y for f32 |x| and y, as f32, through exp(y log|x|) in f64 (errors ~1e-14
+    relative, so the one rounding to f32 decides: within 1 ulp). 0 and inf give
+    -inf/+inf logs; NaN propagates."""
+    w = e.wide()
+    a = e.emit(arith.ExtFOp(ax, f64))
+    bits = w.bits(a)
+    # a = m 2^k, m in [sqrt(1/2), sqrt 2) (any non-zero f32 is a normal f64)
+    m = w.float_of_bits(w.ior(w.iand(bits, F64_MANTISSA), F64_ONE_BITS))
+    k = w.to_float(w.isub(w.ashr(bits, 52), 1023))
+    big = w.cmp("ogt", m, SQRT2)
+    m = w.select(big, w.mul(m, 0.5), m)
+    k = w.select(big, w.add(k, 1.0), k)
+    f = w.div(w.sub(m, 1.0), w.add(m, 1.0))  # log m = 2 atanh f, |f| < 0.172
+    log_a = w.fma(k, LN2, w.mul(w.add(f, f), w.horner(w.mul(f, f), LOG_SERIES)))
+    log_a = w.select(w.cmp("oeq", a, 0.0), float("-inf"), log_a)
+    log_a = w.select(w.cmp("oeq", a, float("inf")), float("inf"), log_a)
+    log_a = w.select(w.cmp("uno", a, a), a, log_a)
+    t = w.mul(e.emit(arith.ExtFOp(y, f64)), log_a)  # NaN for 0 * inf (cases handled by the caller)
+    # exp(t): beyond +-200 an f32 result is inf or 0 whatever the exact value
+    tc = w.minimum(w.maximum(t, -200.0), 200.0)
+    tc = w.select(w.cmp("uno", tc, tc), 0.0, tc)
+    n = w.roundeven(w.mul(tc, LOG2E))
+    r = w.fma(n, -LN2, tc)  # |r| <= ln2 / 2; n ln2's own error ~1e-14
+    scale = w.float_of_bits(w.shl(w.iadd(w.to_int(n), 1023), 52))  # 2^n, |n| <= 289: normal
+    v = e.emit(arith.TruncFOp(w.mul(w.horner(r, EXP_SERIES), scale), f32))
+    return e.select(e.emit(arith.CmpfOp(t, t, "uno")), float("nan"), v)
+
+
+def expand_pow(e: _Emitter, x: SSAValue, y: SSAValue) -> SSAValue:
+    """C99 powf: |x|^y with the sign of x for odd integer y; NaN for finite x < 0
+    and non-integer y; x^0 = 1 and 1^y = 1 even for NaN; (-1)^(+-inf) = 1."""
+    ax = e.abs(x)
+    v = _wide_pow_magnitude(e, ax, y)
+    ay = e.abs(y)
+    is_integer = e.cmp("oeq", e.roundeven(y), y)  # inf counts as an even integer
+    small = e.cmp("olt", ay, TWO_24)
+    low_bit = e.iand(e.to_int(e.select(small, y, 0.0)), 1)
+    odd = e.emit(arith.AndIOp(e.emit(arith.AndIOp(is_integer, small)),
+                              e.emit(arith.CmpiOp(low_bit, e.i(0), "ne"))))
+    v = e.select(odd, e.copysign(v, x), v)
+    negative_finite = e.emit(arith.AndIOp(e.cmp("olt", x, 0.0), e.cmp("one", x, float("-inf"))))
+    not_integer = e.cmp("une", e.roundeven(y), y)
+    v = e.select(e.emit(arith.AndIOp(negative_finite, not_integer)), float("nan"), v)
+    one_to_inf = e.emit(arith.AndIOp(e.cmp("oeq", ax, 1.0), e.cmp("oeq", ay, float("inf"))))
+    v = e.select(one_to_inf, 1.0, v)
+    v = e.select(e.cmp("oeq", x, 1.0), 1.0, v)
+    return e.select(e.cmp("oeq", y, 0.0), 1.0, v)
+
+
+def _pow_constant_exponent(e: _Emitter, x: SSAValue, c: float) -> SSAValue | None:
+    """x^c for the exponents of common models (LRN's 0.75, squares, roots) by
+    multiplications and square roots (<= 1.5 ulp), C99 special cases kept;
+    None for other exponents."""
+    if c == 0.0:
+        return e.f(1.0)
+    if c == 1.0:
+        return x
+    if c in (2.0, 3.0, -1.0, -2.0):
+        power = e.mul(x, x) if c in (2.0, 3.0, -2.0) else x
+        power = e.mul(power, x) if c == 3.0 else power
+        return e.div(1.0, power) if c < 0 else power
+    if c not in (0.5, 0.25, 0.75, -0.5):
+        return None
+    root = e.abs(e.sqrt(x))  # abs: (-0)^c = +0, sqrt(-0) = -0
+    if c == 0.5:
+        v = root
+    elif c == -0.5:
+        v = e.div(1.0, root)
+    else:
+        fourth = e.sqrt(root)
+        v = fourth if c == 0.25 else e.mul(root, fourth)
+    # sqrt(-inf) is NaN, but (-inf)^c = (+inf)^c for these non-integer c
+    return e.select(e.cmp("oeq", x, float("-inf")), 0.0 if c < 0 else float("inf"), v)
+
+
+def constant_kernel_arguments(module: ModuleOp) -> dict[tuple[str, int], float]:
+    """(kernel, argument index) -> c when every call passes a weight whose elements
+    all equal c (a scalar exponent such as LRN's beta reaches kernels this way)."""
+    from xdsl.dialects import func
+
+    from dlc.weights import lookup_weight
+
+    seen: dict[tuple[str, int], float | None] = {}
+    for call in module.walk():
+        if not isinstance(call, func.CallOp):
+            continue
+        callee = call.callee.string_value()
+        for i, operand in enumerate(call.operands):
+            value = None
+            owner = operand.owner
+            if isinstance(owner, Operation) and owner.name == "tloop.weight":
+                array = lookup_weight(owner, owner.weight_name.data, missing_ok=True)
+                if array is not None and 0 < array.size <= 4096 and array.dtype.kind == "f" \
+                        and np.all(array == array.flat[0]):
+                    value = float(array.flat[0])
+            key = (callee, i)
+            seen[key] = value if seen.get(key, value) == value else None
+    return {key: value for key, value in seen.items() if value is not None}
+
+
+def _constant_exponent(op: Operation, constants: dict[tuple[str, int], float]) -> float | None:
+    """The value of powf's exponent when it is compile-time known: an arith.constant,
+    or a load from a kernel argument every caller binds to one constant weight."""
+    from xdsl.dialects import func
+    from xdsl.ir import BlockArgument
+
+    exponent = op.operands[1].owner
+    if isinstance(exponent, arith.ConstantOp) and isinstance(exponent.value, FloatAttr):
+        return exponent.value.value.data
+    if not (isinstance(exponent, Operation) and exponent.name == "memref.load"):
+        return None
+    source = exponent.operands[0]
+    if not isinstance(source, BlockArgument):
+        return None
+    fn = source.block.parent_op()
+    if not isinstance(fn, func.FuncOp):
+        return None
+    return constants.get((fn.sym_name.data, source.index))
+
+
 EXPANSIONS = {
     "math.exp": expand_exp,
     "math.log": expand_log,
@@ -328,10 +482,12 @@ EXPANSIONS = {
     "math.atan": expand_atan,
     "math.asin": expand_asin,
     "math.acos": expand_acos,
+    "math.powf": expand_pow,
 }
 
 
-def expansion_of(op: Operation, use_fma: bool = True) -> tuple[list[Operation], SSAValue] | None:
+def expansion_of(op: Operation, use_fma: bool = True, constants: dict[tuple[str, int], float] | None = None,
+                 general_pow: bool = True) -> tuple[list[Operation], SSAValue] | None:
     """(new ops computing ``op``'s result from its operand, that result) for an
     f32/f16 op of EXPANSIONS, or None; the ops are not inserted anywhere (the
     PTX emitter emits them in place of the op: NVPTX has no acos/asin/atan)."""
@@ -340,10 +496,17 @@ def expansion_of(op: Operation, use_fma: bool = True) -> tuple[list[Operation], 
     if expand is None or not isinstance(t, (Float32Type, Float16Type)):
         return None
     e = _Emitter(use_fma)
-    x = op.operands[0]
+    xs = list(op.operands)
     if isinstance(t, Float16Type):
-        x = e.emit(arith.ExtFOp(x, f32))
-    y = expand(e, x)
+        xs = [e.emit(arith.ExtFOp(x, f32)) for x in xs]
+    y = None
+    if op.name == "math.powf":
+        c = _constant_exponent(op, constants or {})
+        y = _pow_constant_exponent(e, xs[0], c) if c is not None else None
+        if y is None and not general_pow:
+            return None
+    if y is None:
+        y = expand(e, *xs)
     if isinstance(t, Float16Type):
         y = e.emit(arith.TruncFOp(y, t))
     return e.ops, y
@@ -352,10 +515,12 @@ def expansion_of(op: Operation, use_fma: bool = True) -> tuple[list[Operation], 
 @dataclass
 class ExpandMathOp(RewritePattern):
     use_fma: bool
+    constants: dict[tuple[str, int], float] = field(default_factory=dict)
+    general_pow: bool = True
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         # f64 (and vectors) keep the exact libm/intrinsic call
-        expansion = expansion_of(op, self.use_fma)
+        expansion = expansion_of(op, self.use_fma, self.constants, self.general_pow)
         if expansion is not None:
             rewriter.replace(op, expansion[0], [expansion[1]])
 
@@ -369,5 +534,12 @@ class ExpandMathPass(ModulePass):
     fma: bool = True
     """Use math.fma in the polynomials (false: separate multiply and add)."""
 
+    general_pow: bool = False
+    """Also expand powf with a run-time exponent (exp(y log|x|) in f64, 1 ulp). Off by
+    default: on the AMD EPYC hosts it only matches glibc's powf when the loop is fully
+    vectorized and loses with a scalar tail (1x96x55x55: 2.0 vs 1.3 ms)."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(ExpandMathOp(self.fma), apply_recursively=False).rewrite_module(op)
+        constants = constant_kernel_arguments(op)
+        pattern = ExpandMathOp(self.fma, constants, self.general_pow)
+        PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

@@ -46,7 +46,8 @@ from dlc.lowering.kernels.elementwise import scalar_compute
 
 DENSE_PRODUCERS = ("graph.conv2d", "graph.matmul", "graph.conv2d_nchwc")
 OTHER_PRODUCERS = ("graph.max_pool2d", "graph.avg_pool2d", "graph.reduce_sum", "graph.reduce_mean",
-                   "graph.reduce_max", "graph.reduce_min", "graph.reduce_prod")
+                   "graph.reduce_max", "graph.reduce_min", "graph.reduce_prod",
+                   "graph.max_pool2d_nchwc", "graph.avg_pool2d_nchwc")
 
 
 def is_elementwise(op: Operation) -> bool:

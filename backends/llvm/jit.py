@@ -4,8 +4,8 @@ Uses llvmlite's new pass manager (``create_pass_builder`` + speed level 3 with
 loop/SLP vectorization and unrolling on) for the host CPU and its features
 (AVX2/AVX-512/FMA where present). libgomp is loaded into the process once so
 that outlined parallel loops resolve ``GOMP_parallel``; just before, the
-passive libgomp wait policy becomes the default unless the user chose one
-(``dlc.runtime.native.prefer_passive_omp_wait`` says why).
+short libgomp spin (``GOMP_SPINCOUNT=1000``) becomes the default unless the user chose a policy
+(``dlc.runtime.native.prefer_short_omp_spin`` says why).
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ def initialize() -> None:
     llvm.initialize_native_asmparser()
     gomp = libgomp_path()
     if gomp:
-        from dlc.runtime.native import prefer_passive_omp_wait
+        from dlc.runtime.native import prefer_short_omp_spin
 
-        prefer_passive_omp_wait()  # libgomp reads its wait policy when it loads
+        prefer_short_omp_spin()  # libgomp reads its wait policy when it loads
         llvm.load_library_permanently(gomp)
 
 
@@ -98,6 +98,14 @@ class JITModule:
         self.engine = llvm.create_mcjit_compiler(self.module, self.target_machine)
         self.engine.finalize_object()
         self.engine.run_static_constructors()
+
+    def __del__(self):
+        # free the host functions' cached workspaces (lowering/plan_workspace.py) before
+        # the engine, and the globals that point at them, go away
+        engine = getattr(self, "engine", None)
+        address = engine.get_function_address("dlc_release_workspaces") if engine is not None else 0
+        if address:
+            ctypes.CFUNCTYPE(None)(address)()
 
     def address(self, name: str) -> int:
         addr = self.engine.get_function_address(name)

@@ -107,12 +107,15 @@ def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | 
 
 def _loop_metadata(llmod: ir.Module, kind: str, width: int) -> ir.values.MDValue:
     """A fresh, self-referential ``llvm.loop`` node (one per loop: loop IDs must be distinct)."""
-    if kind in ("vectorized", "vectorized-whole"):
+    if kind in ("vectorized", "vectorized-whole", "vectorized-forced"):
         # a width hint, not vectorize.enable: LLVM uses the width when vectorizing is legal,
         # and a loop it cannot vectorize (a libm call, an in-order float reduction) stays
         # scalar without a "transformation not performed" warning on every compile
         props = [llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.vectorize.width"),
                                      ir.Constant(ir.IntType(32), width)])]
+        if kind == "vectorized-forced":  # also below 16 iterations (runtime alias checks allowed)
+            props.append(llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.vectorize.enable"),
+                                             ir.Constant(ir.IntType(1), 1)]))
         if kind == "vectorized-whole":  # one vector: LLVM's full unroll would scalarize it first
             props.append(llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.unroll.disable")]))
     elif kind == "unrolled":

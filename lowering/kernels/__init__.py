@@ -40,6 +40,7 @@ def _load_all() -> None:
         indexing,
         matmul,
         movement,
+        nchwc_ops,
         pool,
         reduce,
         resize,

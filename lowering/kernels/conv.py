@@ -30,8 +30,22 @@ padding, groups):
 * a last nest copies the valid columns to ``out`` and applies a fused epilogue.
 
 Both scratch buffers are heap allocations (``memref.alloc``) freed at the end
-of the kernel. The schedule (``schedule/defaults_conv.py``) register-blocks the
-accumulation nest ``n oc p ic kh kw``.
+of the kernel. Two shortcuts drop them where they only copy:
+
+* *x in place*: stride 1, no top/left padding, ``WQ == W`` and no window read
+  past the plane (1x1 and Kx1 unpadded convs): ``xp`` is ``x`` itself, seen
+  as ``[n, c, H * W]`` (a ``memref.reinterpret_cast`` view), no phase copy;
+* *output in place*: ``WQ == OW`` (a window one column wide, any stride or
+  padding) and every extra input of the fused epilogue broadcast over both
+  plane axes or over neither: ``outp`` is ``out`` seen as ``[n, o, OH * OW]``,
+  ``P = OH * OW`` exactly (the schedule gives the columns past the last
+  whole tile a tile of their own), and the epilogue is applied in place at
+  the end of the ``p`` loop (extras with a plane seen as ``[..., 1, OH * OW]``,
+  indexed ``[n, c, 0, p]``). No copy-out.
+
+The schedule (``schedule/defaults_conv.py``) register-blocks the
+accumulation nest ``n oc p ic kh kw``, starts its tiles at zero (no zero-fill)
+and moves an in-place epilogue into the tiles' write-back.
 """
 
 from __future__ import annotations
@@ -41,7 +55,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import Float32Type
+from xdsl.dialects.builtin import Float32Type, MemRefType
 
 from dlc.dialects.graph import _window_attrs
 from dlc.dialects.graph_base import GraphOp
@@ -133,41 +147,89 @@ def _split_tap(kb: KernelBuilder, iv, k: int, dilation: int, stride: int, phases
     return kb.irem(tap, stride), kb.idiv(tap, stride)
 
 
+def _row_major_view(kb: KernelBuilder, source, shape: list[int], hint: str):
+    """``source``'s data seen as a row-major memref of ``shape`` (no copy)."""
+    strides = [1] * len(shape)
+    for i in range(len(shape) - 2, -1, -1):
+        strides[i] = strides[i + 1] * shape[i + 1]
+    view = kb.emit(memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides,
+                                            MemRefType(source.type.element_type, shape)))
+    view.name_hint = hint
+    return view
+
+
+def _flat_extras(kb: KernelBuilder, oh: int, ow: int) -> list | None:
+    """The fused epilogue's extra inputs, addressable at ``[n, c, 0, p]`` (``p = oh * OW + ow``,
+    numpy broadcasting over the output ``[N, C, OH, OW]``): one whose last two dimensions are
+    the output plane is seen as ``[..., 1, OH * OW]`` (a view), one broadcast over both is used
+    as is. None when an extra broadcasts over only one of them (it needs ``oh`` or ``ow``)."""
+    extras = []
+    for buf in kb.extra_inputs:
+        shape = list(buf.type.get_shape())
+        plane = ([1, 1] + shape)[-2:]
+        if plane == [1, 1]:
+            extras.append(buf)
+        elif plane == [oh, ow]:
+            extras.append(_row_major_view(kb, buf, (shape[:-2] + [1, oh * ow])[-len(shape):], "extra_flat"))
+        else:
+            return None
+    return extras
+
+
 def _lower_conv2d_flat(op: GraphOp, name: str, plan: dict) -> func.FuncOp:
-    """The flattened padded form (module docstring): phase copy, accumulation, copy out."""
+    """The flattened padded form (module docstring): phase copy, accumulation, copy out.
+
+    Two shortcuts (module docstring): x read in place (no phase copy) when the plane is the
+    padded plane, the output written in place (no outpad, no copy out) when WQ == OW."""
     x_t, w_t = (o.type for o in op.operands)
     out_t = op.results[0].type
     et = out_t.element_type
     g = plan
-    n, c, o, wq, p, rows = g["n"], g["c"], g["o"], g["wq"], g["p"], g["rows"]
+    n, c, o, wq = g["n"], g["c"], g["o"], g["wq"]
     sh, sw, rph, cph = g["sh"], g["sw"], g["rph"], g["cph"]
-    plane = rows * wq
+    oh, ow = g["oh"], g["ow"]
     kb = KernelBuilder(name, [x_t, w_t], [out_t], op.name, ["x", "w", "out"])
-    # heap scratch: megabytes for ResNet's early layers, too much for a thread's stack
-    xp = kb.emit(memref.AllocOp.get(et, shape=[n, c, rph * cph * plane]))
-    xp.name_hint = "xpad"
-    outp = kb.emit(memref.AllocOp.get(et, shape=[n, o, p]))
-    outp.name_hint = "outpad"
+    extras = _flat_extras(kb, oh, ow) if wq == ow else None
+    direct_out = extras is not None
+    # direct: exactly the output plane (the schedule gives the tail of P its own tile);
+    # padded: whole column tiles of throw-away columns
+    p = oh * ow if direct_out else g["p"]
+    last_read = p - 1 + (g["kh"] - 1) * g["dh"] // sh * wq + (g["kw"] - 1) * g["dw"] // sw
+    rows = -(-(last_read + 1) // wq)  # phase-plane rows (the tail of P reads zeros)
+    plane = rows * wq
+    in_place = (sh == sw == 1 and g["pt"] == g["pl"] == 0 and wq == g["w"] and last_read < g["h"] * g["w"])
     zero = kb.const(0, et)
+    if in_place:  # the input plane is the padded plane and no read passes its end
+        xp = _row_major_view(kb, kb.inputs[0], [n, c, g["h"] * g["w"]], "xflat")
+    else:
+        # heap scratch: megabytes for ResNet's early layers, too much for a thread's stack
+        xp = kb.emit(memref.AllocOp.get(et, shape=[n, c, rph * cph * plane]))
+        xp.name_hint = "xpad"
+    if direct_out:
+        outp = _row_major_view(kb, kb.outputs[0], [n, o, p], "outflat")
+    else:
+        outp = kb.emit(memref.AllocOp.get(et, shape=[n, o, p]))
+        outp.name_hint = "outpad"
     # 1. zero-padded phase planes: plane (a, b), row r, column q holds the padded input's
     #    (r * sh + a, q * sw + b) (one plane when the stride is 1)
-    names, uppers = ["pad_n", "pad_c"], [n, c]
-    if rph > 1:
-        names, uppers = names + ["pad_a"], uppers + [rph]
-    if cph > 1:
-        names, uppers = names + ["pad_b"], uppers + [cph]
-    with kb.loops(names + ["pad_r", "pad_q"], uppers + [rows, wq]) as ivs:
-        iv_n, iv_c, *phase_ivs, iv_r, iv_q = ivs
-        iv_a = phase_ivs[0] if rph > 1 else 0
-        iv_b = phase_ivs[-1] if cph > 1 else 0
-        ih, h_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_r, sh), iv_a), -g["pt"]), 0, g["h"],
-                                  -g["pt"], (rows - 1) * sh + rph - 1 - g["pt"])
-        iw, w_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_q, sw), iv_b), -g["pl"]), 0, g["w"],
-                                  -g["pl"], (wq - 1) * sw + cph - 1 - g["pl"])
-        inside = kb.all_of([cond for cond in (h_ok, w_ok) if cond is not None])
-        value = kb.load_or(kb.inputs[0], [iv_n, iv_c, ih, iw], inside, zero)
-        phase = kb.iadd(kb.imul(iv_a, cph), iv_b)
-        kb.store(value, xp, [iv_n, iv_c, kb.iadd(kb.imul(phase, plane), kb.iadd(kb.imul(iv_r, wq), iv_q))])
+    if not in_place:
+        names, uppers = ["pad_n", "pad_c"], [n, c]
+        if rph > 1:
+            names, uppers = names + ["pad_a"], uppers + [rph]
+        if cph > 1:
+            names, uppers = names + ["pad_b"], uppers + [cph]
+        with kb.loops(names + ["pad_r", "pad_q"], uppers + [rows, wq]) as ivs:
+            iv_n, iv_c, *phase_ivs, iv_r, iv_q = ivs
+            iv_a = phase_ivs[0] if rph > 1 else 0
+            iv_b = phase_ivs[-1] if cph > 1 else 0
+            ih, h_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_r, sh), iv_a), -g["pt"]), 0, g["h"],
+                                      -g["pt"], (rows - 1) * sh + rph - 1 - g["pt"])
+            iw, w_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_q, sw), iv_b), -g["pl"]), 0, g["w"],
+                                      -g["pl"], (wq - 1) * sw + cph - 1 - g["pl"])
+            inside = kb.all_of([cond for cond in (h_ok, w_ok) if cond is not None])
+            value = kb.load_or(kb.inputs[0], [iv_n, iv_c, ih, iw], inside, zero)
+            phase = kb.iadd(kb.imul(iv_a, cph), iv_b)
+            kb.store(value, xp, [iv_n, iv_c, kb.iadd(kb.imul(phase, plane), kb.iadd(kb.imul(iv_r, wq), iv_q))])
     # 2. accumulation over the flattened output: tap (kh, kw) of output p reads its phase
     #    plane at p + (kh*dh // sh) * wq + kw*dw // sw, stride 1 in p
     with kb.loops(["n", "oc", "p"], [n, o, p]) as (iv_n, iv_o, iv_p):
@@ -185,19 +247,32 @@ def _lower_conv2d_flat(op: GraphOp, name: str, plan: dict) -> func.FuncOp:
             wv = kb.load(kb.inputs[1], [iv_o, iv_ic, iv_kh, iv_kw])
             acc = kb.load(outp, [iv_n, iv_o, iv_p])
             kb.store(kb.add(acc, kb.mul(xv, wv, et), et), outp, [iv_n, iv_o, iv_p])
+        if direct_out and kb.epilogue is not None:  # the schedule moves it into the tile write-back
+            value = kb.load(outp, [iv_n, iv_o, iv_p])
+            value = kb.epilogue.apply(kb, value, [iv_n, iv_o, 0, iv_p], extras)
+            kb.store(value, outp, [iv_n, iv_o, iv_p])
     # 3. the valid columns to the output (fused elementwise epilogue here)
-    with kb.loops(["out_n", "out_c", "out_h", "out_w"], [n, o, g["oh"], g["ow"]]) as ivs:
-        iv_n, iv_o, iv_oh, iv_ow = ivs
-        value = kb.load(outp, [iv_n, iv_o, kb.iadd(kb.imul(iv_oh, wq), iv_ow)])
-        kb.store(kb.epilogue_value(value, ivs), kb.outputs[0], ivs)
-    kb.emit(memref.DeallocOp.get(xp))
-    kb.emit(memref.DeallocOp.get(outp))
+    if not direct_out:
+        with kb.loops(["out_n", "out_c", "out_h", "out_w"], [n, o, oh, ow]) as ivs:
+            iv_n, iv_o, iv_oh, iv_ow = ivs
+            value = kb.load(outp, [iv_n, iv_o, kb.iadd(kb.imul(iv_oh, wq), iv_ow)])
+            kb.store(kb.epilogue_value(value, ivs), kb.outputs[0], ivs)
+    for scratch in ([] if in_place else [xp]) + ([] if direct_out else [outp]):
+        kb.emit(memref.DeallocOp.get(scratch))
     return kb.finish()
+
+
+def _grouped_form(op: GraphOp, name: str, plan: dict) -> func.FuncOp | None:
+    from dlc.lowering.kernels.conv_grouped import lower_conv2d_depthwise, lower_conv2d_grouped
+
+    return lower_conv2d_grouped(op, name, plan) or lower_conv2d_depthwise(op, name, plan)
 
 
 @kernel("graph.conv2d")
 def lower_conv2d(op: GraphOp, name: str) -> func.FuncOp:
     plan = flat_conv_plan(op)
+    if plan is not None and (grouped := _grouped_form(op, name, plan)) is not None:
+        return grouped  # grouped and depthwise forms: kernels/conv_grouped.py
     if plan is not None:
         return _lower_conv2d_flat(op, name, plan)
     x_t, w_t = (o.type for o in op.operands)

@@ -2,8 +2,9 @@
 and the channels-first N-D max_pool3d, avg_pool3d, max_pool_with_indices.
 
 On the CPU (inside ``conv.flat_conv_form``, which the driver sets), NCHW
-max/avg_pool2d run one output row at a time with the output-column loop
-innermost (``_pool_rows``: vectorizable over columns, bit-identical results);
+max/avg_pool2d run with the output-column loop innermost and the window
+unrolled inside it (``_pool_rows``: border / interior segments of rows and
+columns, vectorizable over columns even at stride 2, bit-identical results);
 NHWC ones and the GPU lowering keep window loops ``%kh %kw`` inside the output loops ``%n %c %oh %ow``;
 positions outside the input (padding, ceil-mode overhang) load at a clamped
 index and select the identity instead (lowest for max, 0 for sums): no branch
@@ -18,13 +19,14 @@ from __future__ import annotations
 import math
 
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import f64, i64
+from xdsl.dialects.builtin import UnitAttr, f64, i64
 from xdsl.ir import Attribute, SSAValue
 
 from dlc.dialects.graph import _window_attrs
 from dlc.dialects.graph_base import GraphOp, is_float
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import Index, KernelBuilder, lowest
+from dlc.lowering.schedule.defaults_elementwise import STRIDED_VECTOR_ATTR
 
 
 def _index(layout: str, n, c, h, w):
@@ -90,23 +92,9 @@ def _pool(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
 
 
 def _average(kb: KernelBuilder, a, et, iv_oh, iv_ow, hw, ohw, k, stride, dil, pads, out_idx) -> None:
-    """Divide the window sum at ``out_idx`` by its count of counted positions:
-    inside the input, or inside the padding too with count_include_pad (never
-    the ceil-mode overhang)."""
-    (h, w), (oh, ow), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = hw, ohw, k, stride, dil, pads
-    include = a.bool("count_include_pad")
-    rows = _counts(oh, kh, sh, dh, pt, -pt if include else 0, h + pb if include else h)
-    cols = _counts(ow, kw, sw, dw, pl, -pl if include else 0, w + pr if include else w)
-    rows = [max(r, 1) for r in rows]
-    cols = [max(r, 1) for r in cols]
-    ft = et if is_float(et) else f64
-    if len(set(rows)) == 1 and len(set(cols)) == 1:
-        count = kb.const(float(rows[0] * cols[0]), ft)  # no padding effects
-    else:
-        count = kb.mul(static_table(kb, iv_oh, [float(r) for r in rows], ft),
-                       static_table(kb, iv_ow, [float(r) for r in cols], ft), ft)
-    total = kb.convert(kb.load(kb.outputs[0], out_idx), et, ft)
-    kb.store(kb.convert(kb.div(total, count, ft), ft, et), kb.outputs[0], out_idx)
+    """Divide the window sum at ``out_idx`` by its count of counted positions (``_mean``)."""
+    total = kb.load(kb.outputs[0], out_idx)
+    kb.store(_mean(kb, a, et, total, iv_oh, iv_ow, hw, ohw, k, stride, dil, pads), kb.outputs[0], out_idx)
 
 
 def _cpu_kernel_forms() -> bool:
@@ -126,7 +114,117 @@ def _interior_columns(ow: int, kw: int, sw: int, dw: int, pl: int, w: int) -> tu
     return first, max(first, end)
 
 
+MAX_UNROLLED_TAPS = 64  # windows up to this many taps are unrolled into the column loop
+
+
+def _segments(out: int, k: int, stride: int, dil: int, pad: int, size: int) -> list[tuple[int, int]]:
+    """The output indices split into [begin border, interior, end border) runs (non-empty ones)."""
+    first, end = _interior_columns(out, k, stride, dil, pad, size)
+    return [(lo, hi) for lo, hi in ((0, first), (first, end), (end, out)) if hi > lo]
+
+
 def _pool_rows(kb: KernelBuilder, a, et: Attribute, is_max: bool, nchw, ohw, k, stride, dil, pads) -> None:
+    """NCHW pools, the output-column loop innermost; windows of at most
+    MAX_UNROLLED_TAPS taps are unrolled inside it (the accumulator stays in a
+    register, each output is stored once)::
+
+        for n, c:  for oh in row segment:  for ow in column segment:
+            acc = identity;  acc = max/add(acc, x[tap]) for each (kh, kw) in order
+            out[oh, ow] = epilogue(acc (/ count for avg))
+
+    Rows and columns split into border and interior segments: only border
+    segments clamp their indices and select the identity for padded taps; the
+    interior's input index is affine (stride ``sw`` along ``ow``: a strided loop is
+    tagged ``STRIDED_VECTOR_ATTR`` so that the default schedule vectorizes it;
+    LLVM loads it as interleaved vectors).
+    Each output takes its taps in (kh, kw) order from the same identity, so
+    results equal those of the per-element loop bit for bit. Larger windows
+    keep one pass over the output row per tap (``_pool_row_passes``)."""
+    n, c, h, w = nchw
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = ohw, k, stride, dil, pads
+    if kh * kw > MAX_UNROLLED_TAPS:
+        _pool_row_passes(kb, a, et, is_max, nchw, ohw, k, stride, dil, pads)
+        return
+    identity = kb.const(lowest(et) if is_max else 0, et)
+    rows = _segments(oh, kh, sh, dh, pt, h)
+    cols = _segments(ow, kw, sw, dw, pl, w)
+    with kb.loops(["n", "c"], [n, c]) as (iv_n, iv_c):
+        for row_lo, row_hi in rows:
+            with kb.loop("oh", row_hi, row_lo) as iv_oh:
+                # row index and in-input condition per kh (clamps only where they can fail)
+                taps_h = []
+                for t in range(kh):
+                    ih = kb.iadd(kb.imul(iv_oh, sh), t * dh - pt)
+                    taps_h.append(kb.clamp_index(ih, 0, h, row_lo * sh + t * dh - pt,
+                                                 (row_hi - 1) * sh + t * dh - pt))
+                for col_lo, col_hi in cols:
+                    with kb.loop("ow", col_hi, col_lo) as iv_ow:
+                        values = []
+                        for ih, h_ok in taps_h:
+                            for t in range(kw):
+                                iw = kb.iadd(kb.imul(iv_ow, sw), t * dw - pl)
+                                iw, w_ok = kb.clamp_index(iw, 0, w, col_lo * sw + t * dw - pl,
+                                                          (col_hi - 1) * sw + t * dw - pl)
+                                inside = kb.all_of([cond for cond in (h_ok, w_ok) if cond is not None])
+                                # outside taps contribute the identity (lowest for max, 0 for sum)
+                                values.append(kb.load_or(kb.inputs[0], [iv_n, iv_c, ih, iw], inside, identity))
+                        if is_max:  # max is exact in any order: a tree (short dependency chains)
+                            acc = _max_tree(kb, [identity] + values, et)
+                        else:  # the sum keeps the (kh, kw) order
+                            acc = identity
+                            for value in values:
+                                acc = kb.add(acc, value, et)
+                        if not is_max:
+                            acc = _mean(kb, a, et, acc, iv_oh, iv_ow, (h, w), (oh, ow), (kh, kw),
+                                        (sh, sw), (dh, dw), (pt, pl, pb, pr),
+                                        (row_lo, row_hi), (col_lo, col_hi))
+                        out_idx = [iv_n, iv_c, iv_oh, iv_ow]
+                        kb.store(kb.epilogue_value(acc, out_idx), kb.outputs[0], out_idx)
+                    if sw > 1 and (col_lo, col_hi) == _interior_columns(ow, kw, sw, dw, pl, w):
+                        # its loads are stride sw, not 1: the default schedule's analysis
+                        # would refuse to vectorize it; each iteration writes its own output
+                        kb.block.last_op.attributes[STRIDED_VECTOR_ATTR] = UnitAttr()
+
+
+def _max_tree(kb: KernelBuilder, values: list[SSAValue], et: Attribute) -> SSAValue:
+    """The max of ``values`` as a balanced tree: the same result as a chain (max is
+    associative and commutative, NaN and signed zeros included), with a
+    dependency chain of log2(taps) maxima (each one is several instructions)."""
+    while len(values) > 1:
+        pairs = [kb.max(values[i], values[i + 1], et) for i in range(0, len(values) - 1, 2)]
+        values = pairs + values[len(pairs) * 2:]
+    return values[0]
+
+
+def _mean(kb: KernelBuilder, a, et, total, iv_oh, iv_ow, hw, ohw, k, stride, dil, pads,
+          row_range: tuple[int, int] | None = None, col_range: tuple[int, int] | None = None) -> SSAValue:
+    """The window sum ``total`` divided by its count of counted positions: inside the
+    input, or inside the padding too with count_include_pad (never the ceil-mode
+    overhang). ``row_range`` / ``col_range``: the [lo, hi) of output rows / columns the
+    loop covers (a count constant there needs no select chain)."""
+    (h, w), (oh, ow), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = hw, ohw, k, stride, dil, pads
+    include = a.bool("count_include_pad")
+    rows = _counts(oh, kh, sh, dh, pt, -pt if include else 0, h + pb if include else h)
+    cols = _counts(ow, kw, sw, dw, pl, -pl if include else 0, w + pr if include else w)
+    ft = et if is_float(et) else f64
+
+    def factor(counts: list[int], iv, span: tuple[int, int] | None):
+        counts = [float(max(c, 1)) for c in counts]
+        covered = counts[span[0]:span[1]] if span else counts
+        if len(set(covered)) == 1:
+            return covered[0]
+        return static_table(kb, iv, counts, ft)
+
+    row_factor, col_factor = factor(rows, iv_oh, row_range), factor(cols, iv_ow, col_range)
+    if isinstance(row_factor, float) and isinstance(col_factor, float):
+        count = kb.const(row_factor * col_factor, ft)  # no padding effects here
+    else:
+        as_value = (lambda f: kb.const(f, ft) if isinstance(f, float) else f)
+        count = kb.mul(as_value(row_factor), as_value(col_factor), ft)
+    return kb.convert(kb.div(kb.convert(total, et, ft), count, ft), ft, et)
+
+
+def _pool_row_passes(kb: KernelBuilder, a, et: Attribute, is_max: bool, nchw, ohw, k, stride, dil, pads) -> None:
     """NCHW pools one output row at a time, the output-column loop innermost
     (vectorizable: stride-1 output, stride-``sw`` input):
 

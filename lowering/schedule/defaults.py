@@ -17,8 +17,9 @@ from dlc.dialects.tloop import KERNEL_ATTR, ForOp
 from dlc.lowering.schedule.annotate import parallel_problem, vectorize_problem
 from dlc.lowering.schedule.core import inner_loops
 from dlc.lowering.schedule.defaults_dense import schedule_dense
+from dlc.lowering.schedule.defaults_conv_grouped import schedule_grouped
 from dlc.lowering.schedule.defaults_elementwise import schedule_generic
-from dlc.lowering.schedule.defaults_nchwc import schedule_nchwc
+from dlc.lowering.schedule.defaults_nchwc import mark_block_vectors, schedule_nchwc
 
 
 # Waking and joining a thread team costs ~50 us with the passive wait policy
@@ -42,7 +43,8 @@ def apply_default_schedules(
     for kernel in module.ops:
         if not isinstance(kernel, func.FuncOp) or KERNEL_ATTR not in kernel.attributes:
             continue
-        schedule_nchwc(kernel) or schedule_dense(kernel)  # conv2d_nchwc (defaults_nchwc.py); matmul / conv2d (defaults_dense.py)
+        schedule_nchwc(kernel) or schedule_grouped(kernel) or schedule_dense(kernel)  # conv2d_nchwc (defaults_nchwc.py); grouped / depthwise conv2d (defaults_conv_grouped.py); matmul / conv2d (defaults_dense.py)
         # everything else, and nests a dense schedule left alone (fused epilogues)
         schedule_generic(kernel, min_parallel_iterations)
+        mark_block_vectors(kernel)  # loops over NCHW{b}c channel blocks: one vector each
     return module

@@ -25,8 +25,27 @@ in L1/L2 while every output-channel block reads it; otherwise weight-major
 (each block's weights stay in L2 across the column tiles). Either way the
 fused parallel loop has at least 4 iterations on every ResNet-50 layer.
 
+Each tile covers its whole reduction, so it starts at zero instead of loading
+the zero-filled accumulator (the zero-fill nest is dropped: bit-identical,
+``fma(x, w, +0)`` rounds like the product). When the accumulator is the
+output's ``[n, o, OH * OW]`` view (kernels/conv.py, "output in place"), the
+fused epilogue moves into the tiles' write-back (schedule/epilogue.py), and
+``P = OH * OW`` that is not a multiple of 16 ends with a tail nest of one
+whole 16-column tile per channel block over columns ``[P - 16, P)`` that
+writes back only its last ``P % 16`` columns (a narrow tile would keep a
+masked vector in memory: ~10x slower per column); every output element is
+still written once. The tail nest is parallel only when it is big
+(:data:`PARALLEL_TAIL_WORK`). The tile's vector loops carry
+``dlc.whole_vector`` (lower-to-llvm: no full unroll before vectorizing);
+otherwise a write-back with relu's ``llvm.maximum`` stays scalar and the
+tile in memory (measured 10x slower).
+
+Weight-major, the copy-out (padded forms) runs inside the parallel loop after
+each channel block's tiles (:func:`_copy_out_per_block`): those rows of outp
+are final and in cache, and every thread copies its own channels.
+
 The padding copy's column loop is split so that its middle part has no
-clamp and vectorizes. The zero-fill, the padding copy and the copy-out stay
+clamp and vectorizes. The padding copy and the input-major copy-out stay
 serial (vectorized): each parallel nest wakes the thread team once, and on a
 loaded machine (2 cores shared by many processes) every wake-up can cost a
 scheduler time slice. ResNet-50 at 2 threads under load, alternating runs:
@@ -36,7 +55,23 @@ parallel copies 1510-1716 ms, serial copies 101-533 ms; the copies are
 
 from __future__ import annotations
 
-from dlc.lowering.schedule.core import Schedule, ScheduleError, loop_name
+import math
+
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import FloatAttr, UnitAttr
+
+from dlc.dialects.tloop import ForOp
+from dlc.lowering.schedule.affine import Digit, analyse
+from dlc.lowering.schedule.core import (
+    LoopHeader,
+    Schedule,
+    ScheduleError,
+    append_to_body,
+    body_ops,
+    enclosing_loops,
+    inner_loops,
+    loop_name,
+)
 from dlc.lowering.schedule.defaults_dense import (
     _allow_contract,
     _fuse_all,
@@ -46,15 +81,25 @@ from dlc.lowering.schedule.defaults_dense import (
     _vectorize_copies,
     host_has_avx512,
 )
+from dlc.lowering.schedule.epilogue import _fuse_into, fuse_epilogue
 
 VECTOR = 16  # f32 lanes of the column loop (one zmm, two ymm)
 FLAT_NEST = ["n", "oc", "p", "ic", "kh", "kw"]
+PARALLEL_TAIL_WORK = 1 << 20  # FMAs of the tail tiles worth a second thread-team wake-up
 
 
 def is_flat_conv(s: Schedule) -> bool:
     """A kernel of the flattened form (its loop names are kernels/conv.py's)."""
     names = _names(s)
-    return "pad_n" in names and "out_n" in names and all(n in names for n in FLAT_NEST)
+    return all(n in names for n in FLAT_NEST) and _accumulator(s) is not None
+
+
+def _accumulator(s: Schedule):
+    """The buffer the accumulation nest sums into: ``outpad`` or the output's flat view."""
+    acc = s.loop("p")
+    stores = [op for op in acc.walk() if isinstance(op, memref.StoreOp)]
+    names = {st.memref.name_hint for st in stores}
+    return stores[0].memref if len(names) == 1 and names <= {"outpad", "outflat"} else None
 
 
 def _channel_block(oc: int, most: int) -> int:
@@ -69,30 +114,72 @@ def schedule_conv2d_flat(s: Schedule) -> bool:
     """The register-blocked schedule above on the flattened form; False if not that form."""
     if not is_flat_conv(s):
         return False
+    target = _accumulator(s)
     oc, p = s.loop("oc").trip_count, s.loop("p").trip_count
     ic, kh, kw = (s.loop(x).trip_count for x in ("ic", "kh", "kw"))
-    cols = VECTOR if p % VECTOR == 0 else 8  # P is a multiple of 16 (kernels/conv.py FLAT_TILE)
+    # whole 16-column tiles, then one narrower tail tile (outflat's P = OH * OW, any size)
+    cols = min(VECTOR, p)  # (P < 16: one narrow tile)
+    p0, tail = p - p % cols, p % cols
     ocb = _channel_block(oc, 8 if host_has_avx512() else 4)
     x_bytes = s.kernel.body.block.args[0].type.get_shape()[1] * p * 4
     w_bytes = oc * ic * kh * kw * 4
+    weight_major = x_bytes <= w_bytes
+    # output in place: the fused epilogue is applied in place at the end of the p loop
+    epilogue = target.name_hint == "outflat" and "tloop.fused" in s.kernel.attributes
     with s.atomic():
-        s.distribute("p")  # the zero-fill of outp, then the accumulation (p_s1)
+        s.distribute("p")  # the zero-fill, the accumulation (p_s1), the epilogue (p_s2)
         s.distribute("oc")
         s.distribute("n")
-        s.split("oc_s1", ocb, "oco", "oci")
-        s.split("p_s1", cols, "po", "pi")
-        tiles = ["po", "oco"] if x_bytes > w_bytes else ["oco", "po"]
-        s.reorder("n_s1", *tiles, "ic", "kh", "kw", "oci", "pi")
-        par = _fuse_all(s, ["n_s1", tiles[0]])
-        if par.trip_count >= 2:
-            s.parallel(par)
-        s.cache_write("outpad", tiles[1], "acc")
-        if ocb > 1:
-            s.unroll("oci")
-        s.vectorize("pi")
-        _vectorize_copies(s, ("acc_d", "acc_out_d"))
-        if s.loop("p").trip_count >= 2 and _vectorizable(s, "p"):  # the zero-fill of outp
-            s.vectorize("p")
+        if weight_major:  # parallel over (n, oco) before the tail splits off inside it
+            s.split("oc_s1", ocb, "oco", "oci")
+            s.reorder("n_s1", "oco", "p_s1", "ic", "kh", "kw", "oci")
+            par = _fuse_all(s, ["n_s1", "oco"])
+            if par.trip_count >= 2:
+                s.parallel(par)
+            if tail:  # p_s1_t, ic_t, kh_t, kw_t, oci_t: the tail columns of the same block
+                s.split_range("p_s1", p0, "_t")
+            for suffix, width in [("", cols), ("_t", tail)][:2 if tail else 1]:
+                s.split("p_s1" + suffix, width, "po" + suffix, "pi" + suffix)
+                s.reorder(*(name + suffix for name in ("po", "ic", "kh", "kw", "oci", "pi")))
+        else:
+            if tail:  # the tail columns get a nest of their own after the main one (parallel
+                # only when big: each parallel nest wakes the thread team)
+                s.split_range("p_s1", p0, "_t")  # p_s1_t, ic_t, kh_t, kw_t
+                s.distribute("oc_s1", ["oc_s1", "oc_s1_t"])
+                s.distribute("n_s1", ["n_s1", "n_s1_t"])
+            for suffix, width in [("", cols), ("_t", tail)][:2 if tail else 1]:
+                s.split("oc_s1" + suffix, ocb, "oco" + suffix, "oci" + suffix)
+                s.split("p_s1" + suffix, width, "po" + suffix, "pi" + suffix)
+                order = ["po", "oco"] if not suffix else ["oco", "po"]
+                s.reorder("n_s1" + suffix, *(t + suffix for t in order),
+                          *(name + suffix for name in ("ic", "kh", "kw", "oci", "pi")))
+            par = _fuse_all(s, ["n_s1", "po"])
+            if par.trip_count >= 2:
+                s.parallel(par)
+            if tail and oc * ic * kh * kw * cols >= PARALLEL_TAIL_WORK:
+                tail_top = _fuse_all(s, ["n_s1_t", "oco_t"])
+                if tail_top.trip_count >= 2:
+                    s.parallel(tail_top)
+        for suffix in ("", "_t")[:2 if tail else 1]:
+            s.cache_write(target, ("po" if weight_major or suffix else "oco") + suffix, "acc" + suffix)
+        _start_tiles_at_zero(s, target, ["acc_d0", "acc_t_d0"][:2 if tail else 1])
+        if tail:
+            _widen_tail_tile(s, p, cols)
+        for suffix in ("", "_t")[:2 if tail else 1]:
+            if ocb > 1:
+                s.unroll("oci" + suffix)
+            if s.loop("pi" + suffix).trip_count >= 2:
+                s.vectorize("pi" + suffix)
+        _vectorize_copies(s, ("acc_d", "acc_out_d", "acc_t_d", "acc_t_out_d"))
+    if weight_major and par.loop_kind == "parallel" and target.name_hint == "outpad":
+        _copy_out_per_block(s, par, ocb)  # each thread copies out the channels it computed
+    if epilogue and fuse_epilogue(s.kernel, target) and tail:  # into the main tiles' write-back
+        _fuse_tail_epilogue(s, target)  # and what it left (the tail columns) into the tail's
+    # the tile's vector loops are one vector each: LLVM must not fully unroll them first
+    # (a write-back with relu's llvm.maximum then stays scalar and the tile in memory)
+    for name in ("pi", "acc_d2", "acc_out_d2", "pi_t", "acc_t_d2", "acc_t_out_d2")[:6 if tail else 3]:
+        if s.loop(name).loop_kind == "vectorized":
+            s.loop(name).attributes["dlc.whole_vector"] = UnitAttr()
     try:  # the padding copy: its middle columns need no clamp and vectorize (stride 1)
         with s.atomic():
             _split_padding_columns(s, "pad_q")
@@ -100,8 +187,148 @@ def schedule_conv2d_flat(s: Schedule) -> bool:
         pass  # the generic default still schedules the unsplit copy
     # the copies stay serial (vectorized only): one thread-team wake-up per conv, not three
     for loop in s.loops():
-        if (loop_name(loop).startswith(("pad_q", "out_w")) and loop.trip_count >= 2
-                and _vectorizable(s, loop_name(loop))):
+        if (loop_name(loop).startswith(("pad_q", "out_w", "p_s2")) and loop.trip_count >= 2
+                and not inner_loops(loop) and _vectorizable(s, loop_name(loop))):
             s.vectorize(loop)
     _allow_contract(s.kernel)
     return True
+
+
+def _start_tiles_at_zero(s: Schedule, target, copy_ins: list[str]) -> None:
+    """Each register tile covers its whole reduction (ic, kh, kw inside the tile loop) and the
+    tiles partition `target`, so every tile's copy-in reads the zero-fill's zeros: start the
+    tiles at 0 instead and drop the zero-fill nest (the ``n oc p`` nest storing 0)."""
+    fill = s.loop("n")
+    stores = [op for op in fill.walk() if isinstance(op, memref.StoreOp)]
+    if (enclosing_loops(fill) or len(stores) != 1 or not _is_positive_zero(stores[0].value)
+            or stores[0].memref is not target):
+        raise s.fail(fill, "the zero-fill nest is not the expected `target[n, oc, p] = 0`")
+    for name in copy_ins:
+        loads = [op for op in s.loop(name).walk() if isinstance(op, memref.LoadOp)]
+        if len(loads) != 1 or loads[0].memref is not target:
+            raise s.fail(name, "the tile copy-in is not a copy of the accumulator")
+        loads[0].res.replace_all_uses_with(stores[0].value)
+        loads[0].detach()
+        loads[0].erase()
+    fill.detach()
+    fill.erase()
+
+
+def _is_positive_zero(value) -> bool:
+    """A float constant +0.0 (what the zero-fill stores: the tiles start from the same bits)."""
+    op = value.owner
+    if not isinstance(op, arith.ConstantOp) or not isinstance(op.value, FloatAttr):
+        return False
+    v = op.value.value.data
+    return v == 0.0 and math.copysign(1.0, v) > 0
+
+
+def _fuse_tail_epilogue(s: Schedule, target) -> None:
+    """Move the rest of the epilogue nest (the tail columns ``[P0, P)``, which
+    :func:`fuse_epilogue` leaves: it fuses write-backs whose box starts at 0) into the
+    write-back of the tail tiles, when that write-back covers exactly those elements once;
+    otherwise leave it a nest of its own."""
+    nests = [op for op in s.kernel.body.block.ops if isinstance(op, ForOp)]
+    loops = [nests[-1]]
+    while len(loops) < 3:
+        inner = body_ops(loops[-1])
+        if len(inner) != 1 or not isinstance(inner[0], ForOp):
+            return
+        loops.append(inner[0])
+    body = body_ops(loops[-1])
+    ivs = [l.induction_var for l in loops]
+    loads = [op for op in body if isinstance(op, memref.LoadOp) and op.memref is target]
+    stores = [op for op in body if isinstance(op, memref.StoreOp)]
+    if (len(loads) != 1 or len(stores) != 1 or stores[0] is not body[-1] or stores[0].memref is not target
+            or list(loads[0].indices) != ivs or list(stores[0].indices) != ivs
+            or any(op.regions for op in body) or any(l.stride != 1 for l in loops)):
+        return
+    box = [(l.lower, l.upper - 1) for l in loops]
+    writebacks = [op for op in s.kernel.walk() if isinstance(op, memref.StoreOp) and op.memref is target
+                  and enclosing_loops(op)[0] is not loops[0]]
+    for store in writebacks:
+        around = enclosing_loops(store)
+        copy_top = next((l for l in around if loop_name(l) == "acc_t_out_d0"), None)
+        forms = [analyse(i) for i in store.indices]
+        if copy_top is None or any(f is None or any(not isinstance(k, Digit) for k in f.terms) for f in forms):
+            continue
+        indexed = {id(k.loop) for f in forms for k in f.terms}
+        if any(id(l) not in indexed and l.trip_count > 1 for l in around):
+            continue  # a loop revisiting the same elements
+        if [f.range_over({id(l) for l in around}) for f in forms] != box:
+            continue
+        _fuse_into(store, [], copy_top, loops, body, loads[0], stores[0])
+        loops[0].detach()
+        loops[0].erase()
+        return
+
+
+def _widen_tail_tile(s: Schedule, p: int, cols: int) -> None:
+    """Compute the tail tile (columns ``[P0, P)``, fewer than `cols`) as a whole `cols`-wide
+    tile over ``[P - cols, P)`` that writes back only its last ``P - P0`` columns.
+
+    A narrow tile keeps a non-power-of-two vector, masked, in memory (measured ~10x slower
+    per column than a full tile). The widened tile reads only columns the main tiles read
+    too, starts at zero (:func:`_start_tiles_at_zero`), and every output element is still
+    written once, so an epilogue reading a buffer that aliases the output stays right."""
+    po, pi = s.loop("po_t"), s.loop("pi_t")
+    tail = pi.trip_count
+    copy_in, write_back = s.loop("acc_t_d2"), s.loop("acc_t_out_d2")
+    if (po.trip_count != 1 or po.lower != p - tail or p < cols or copy_in.trip_count != tail
+            or write_back.trip_count != tail or write_back.lower != 0):
+        raise s.fail(po, "the tail tile is not the expected one-tile nest")
+    acc = next(op for op in s.kernel.walk() if isinstance(op, memref.AllocaOp)
+               and op.memref.name_hint == "acc_t")
+    shape = list(acc.memref.type.get_shape())
+    wide = memref.AllocaOp.get(acc.memref.type.element_type, shape=shape[:-1] + [cols])
+    wide.memref.name_hint = "acc_t"
+    acc.parent.insert_op_before(wide, acc)
+    acc.memref.replace_all_uses_with(wide.memref)
+    acc.detach()
+    acc.erase()
+    _set_bounds(po, p - cols, p - cols + 1)
+    _set_bounds(pi, 0, cols)
+    _set_bounds(copy_in, 0, cols)
+    _set_bounds(write_back, cols - tail, cols)
+
+
+def _set_bounds(loop: ForOp, lower: int, upper: int) -> None:
+    loop.lb = type(loop.lb)(lower, loop.lb.type)
+    loop.ub = type(loop.ub)(upper, loop.ub.type)
+
+
+def _copy_out_per_block(s: Schedule, par: ForOp, ocb: int) -> None:
+    """Move the copy-out nest (``out[n, c, h, w] = f(outpad[n, c, h * WQ + w])``) into the
+    parallel loop over (n, output-channel block), after the block's tiles: the block's
+    rows of outpad are final there (its tiles cover every column) and still in cache, and
+    the copy runs on all threads with no thread-team wake-up of its own. Left as is
+    unless the nest is exactly that copy."""
+    copy = next((op for op in s.kernel.body.block.ops if isinstance(op, ForOp) and loop_name(op) == "out_n"), None)
+    if copy is None:
+        return
+    loops = [copy]
+    while len(loops) < 4:
+        inner = body_ops(loops[-1])
+        if len(inner) != 1 or not isinstance(inner[0], ForOp):
+            return
+        loops.append(inner[0])
+    out = s.kernel.body.block.args[-1]
+    ivs = [l.induction_var for l in loops]
+    body = body_ops(loops[-1])
+    stores = [op for op in body if isinstance(op, memref.StoreOp)]
+    pad_loads = [op for op in body if isinstance(op, memref.LoadOp) and op.memref.name_hint == "outpad"]
+    if (len(stores) != 1 or stores[0].memref is not out or list(stores[0].indices) != ivs
+            or any(l.lower != 0 or l.stride != 1 for l in loops) or len(pad_loads) != 1
+            or list(pad_loads[0].indices[:2]) != ivs[:2] or loops[1].upper % ocb):
+        return
+    values = {v.name_hint: v for op in body_ops(par) for v in op.results}
+    n_value, block_start = values.get("n_s1"), values.get("oco")
+    if n_value is None or block_start is None:
+        return
+    lane = LoopHeader(0, ocb, 1, "serial", s.fresh_name("out_ci")).make()
+    channel = arith.AddiOp(block_start, lane.induction_var)
+    rows = loops[2].clone({ivs[0]: n_value, ivs[1]: channel.result})
+    append_to_body(lane, [channel, rows])
+    par.body.block.insert_op_before(lane, par.body.block.last_op)
+    copy.detach()
+    copy.erase()

@@ -28,8 +28,10 @@ blocks are divisors of the main part where possible (a split guard inside the
 micro-kernel on n stops its vectorization; on k it costs a branch per k step).
 
 At most SKINNY_ROWS rows (dense layers at batch 1: matrix-vector, memory-bound) the
-product takes ``_schedule_skinny`` instead: no packing, parallel column blocks, k outside
-the vectorized columns (each B row streamed once, the C chunk in L1).
+product takes ``_schedule_skinny`` instead: no packing, SKINNY_BLOCKS parallel column
+blocks (one long contiguous piece of each B row per thread), k outside the vectorized
+columns, SKINNY_ROWS_PER_PASS rows of B per pass over the C chunk (each B element read
+once, the C chunk in L1).
 
 A fused kernel's elementwise tail (fuse-ops) is applied in the register tile's write-back
 (``lowering/schedule/epilogue.py``), at the last K block; partial tiles keep a small
@@ -61,7 +63,8 @@ from dlc.lowering.schedule.core import Schedule, ScheduleError, enclosing_loops,
 PANEL_FLOATS = 131072  # packed B panel: 512 KiB, half of a Zen 4 / recent Intel L2
 MC_CAP = 512  # rows of A per block (8 x 16 and 6 x 16 tiles: 8 KiB of A per register row)
 SKINNY_ROWS = 3  # at most this many rows of C: the matrix-vector schedule (_schedule_skinny)
-SKINNY_BLOCKS = 8  # column blocks of a skinny product (parallel work units)
+SKINNY_ROWS_PER_PASS = 8  # B rows per pass over the C chunk (_skinny_rows_per_pass)
+SKINNY_BLOCKS = 2  # column blocks of a skinny product (parallel work units)
 CONTRACT = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
 
 
@@ -305,7 +308,12 @@ def _schedule_skinny(s: Schedule, batch: list[str], n: int) -> bool:
 
     No packing (it would only add traffic) and no register tile: each parallel block of
     columns streams its rows of B once (k outside the columns), accumulating into its C
-    row chunk, which stays in L1; the column loop is vectorized."""
+    row chunk, which stays in L1; the column loop is vectorized. The k loop steps over
+    SKINNY_ROWS_PER_PASS rows expanded inside the column loop: that many B rows stream at
+    once (one row at a time left the memory system idle: 4-10 GB/s on AlexNet's FC layers),
+    and each C element is loaded and stored once per pass; its sum keeps the k order.
+    Few large blocks: a block's piece of a B row is contiguous (2 KiB pieces 16 KiB apart
+    halved the bandwidth: the hardware prefetcher restarts at each)."""
     nc = _skinny_block(n)
     with s.atomic():
         for name in ["n", "m"] + batch[::-1]:
@@ -321,12 +329,25 @@ def _schedule_skinny(s: Schedule, batch: list[str], n: int) -> bool:
             s.reorder(*acc_batch, "m_s1", "k", "n_s1")
             par = s.loop(acc_batch[0]) if acc_batch else None
             inner = "n_s1"
+        rows = _skinny_rows_per_pass(s.loop("k").trip_count)
+        if rows > 1:
+            # B rows k..k+rows-1 in one pass over the C chunk: rows streams in flight and
+            # one C load/store per `rows` FMAs (each C element still sums k in order)
+            s.split("k", rows, "ko", "ki")
+            s.reorder("ko", inner, "ki")
+            s.unroll("ki", expand=True)
         if par is not None and par.trip_count >= 2:
             s.parallel(par)
         if _vectorizable(s, inner):
             s.vectorize(inner)
     _allow_contract(s.kernel, only_in_k_loops=True)
     return True
+
+
+def _skinny_rows_per_pass(k: int) -> int:
+    """B rows streamed per pass over the C chunk: a divisor of k (a split guard would
+    sit in the vector loop), SKINNY_ROWS_PER_PASS when possible."""
+    return next((d for d in range(SKINNY_ROWS_PER_PASS, 0, -1) if k % d == 0), 1)
 
 
 def _skinny_block(n: int) -> int:

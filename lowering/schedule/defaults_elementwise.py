@@ -15,7 +15,9 @@ For each top-level loop nest whose loops are all still serial:
   are stride-1 becomes LANES interleaved partial results and a lane loop
   (``rfactor.py``: max/min exact, the sum's order becomes LANES partial sums);
 * vectorized: every innermost loop whose accesses are stride-1 and that is
-  not a reduction loop (no other reassociation of float reductions).
+  not a reduction loop (no other reassociation of float reductions), and
+  those a kernel tagged ``STRIDED_VECTOR_ATTR`` (strided loads, independent
+  iterations).
 
 Every change is checked by the schedule analyses (``parallel_problem``,
 ``vectorize_problem``); when one cannot prove it safe, the loop stays serial.
@@ -34,6 +36,12 @@ from dlc.lowering.schedule.rfactor import rfactor_reductions
 
 # ops of the reference loop body that MIN_PARALLEL_ITERATIONS counts (defaults.py)
 OPS_PER_ITERATION = 64
+
+# set by a kernel generator on an innermost loop whose iterations are independent
+# (each writes its own stride-1 output element, nothing read is written) but whose
+# loads are strided (a pool's interior columns, stride sw): LLVM vectorizes them as
+# interleaved loads, which the stride-1 analysis (vectorize_problem) cannot prove
+STRIDED_VECTOR_ATTR = "dlc.strided_vector"
 
 
 def nest_iterations(loop: ForOp) -> int:
@@ -74,7 +82,7 @@ def schedule_nest(top: ForOp, min_parallel_iterations: int) -> None:
             loop.kind = StringAttr("parallel")
     for loop in [top] + inner_loops(top):
         if (loop.loop_kind == "serial" and not inner_loops(loop) and loop.trip_count >= 2
-                and vectorize_problem(loop) is None):
+                and (STRIDED_VECTOR_ATTR in loop.attributes or vectorize_problem(loop) is None)):
             loop.kind = StringAttr("vectorized")
 
 

@@ -38,9 +38,11 @@ from dlc.lowering.schedule.affine import Digit, analyse
 from dlc.lowering.schedule.core import Schedule, ScheduleError, body_ops, enclosing_loops, loop_name
 
 
-def fuse_epilogue(kernel: func.FuncOp) -> bool:
-    """Fuse the epilogue nest into the main write-back (see module docstring); True if done."""
-    out = kernel.body.block.args[-1]
+def fuse_epilogue(kernel: func.FuncOp, out: SSAValue | None = None) -> bool:
+    """Fuse the epilogue nest into the main write-back (see module docstring); True if done.
+    ``out``: the output (default: the kernel's last argument) or a view of it the kernel
+    writes through (the flat conv's ``[n, c, OH * OW]``)."""
+    out = kernel.body.block.args[-1] if out is None else out
     shape = list(out.type.get_shape())
     nests = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
     if len(nests) < 2 or not shape:

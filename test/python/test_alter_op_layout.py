@@ -143,21 +143,22 @@ def test_chain_preserved_with_one_transform_in_and_out(shape):
 
 def test_unsupported_consumer_reads_through_one_transform_back():
     text = f"""
-func.func @main(%x: {_t((1, 16, 8, 8))}) -> ({_t((1, 16, 4, 4))}, {_t((1, 16, 8, 8))}, {_t((1, 1024))}) {{
+func.func @main(%x: {_t((1, 16, 8, 8))}) -> ({_t((1, 1, 8, 8))}, {_t((1, 16, 8, 8))}, {_t((1, 1024))}) {{
   %w = graph.weight "w" : {_t((16, 16, 3, 3))}
   %c = graph.conv2d %x, %w {{padding = array<i64: 1, 1, 1, 1>}} : ({_t((1, 16, 8, 8))}, {_t((16, 16, 3, 3))}) -> {_t((1, 16, 8, 8))}
   %r = graph.sigmoid %c : ({_t((1, 16, 8, 8))}) -> {_t((1, 16, 8, 8))}
-  %p = graph.max_pool2d %r {{kernel = array<i64: 2, 2>, strides = array<i64: 2, 2>}} : ({_t((1, 16, 8, 8))}) -> {_t((1, 16, 4, 4))}
+  %p = graph.reduce_sum %r {{axes = array<i64: 1>, keepdims = 1 : i64}} : ({_t((1, 16, 8, 8))}) -> {_t((1, 1, 8, 8))}
   %f = graph.reshape %r {{shape = array<i64: 1, 1024>}} : ({_t((1, 16, 8, 8))}) -> {_t((1, 1024))}
   %d = graph.div %r, %r : ({_t((1, 16, 8, 8))}, {_t((1, 16, 8, 8))}) -> {_t((1, 16, 8, 8))}
-  func.return %p, %d, %f : {_t((1, 16, 4, 4))}, {_t((1, 16, 8, 8))}, {_t((1, 1024))}
+  func.return %p, %d, %f : {_t((1, 1, 8, 8))}, {_t((1, 16, 8, 8))}, {_t((1, 1024))}
 }}"""
     module = _module(text, {"w": RNG.normal(size=(16, 16, 3, 3))})
     x = RNG.normal(size=(1, 16, 8, 8)).astype(np.float32)
     before = evaluate(module, [x])
     AlterOpLayoutPass().apply(make_context(), module)
     module.verify()
-    # sigmoid stays blocked; max_pool2d, reshape and div (0/0 in padded lanes) read one transform back
+    # sigmoid stays blocked; a channel reduction, reshape and div (0/0 in padded lanes) read one
+    # transform back
     assert _transforms(module) == [("NCHW", "NCHW16c"), ("NCHW16c", "NCHW")]
     assert _counts(module)["graph.sigmoid"] == 1
     for b, a in zip(before, evaluate(module, [x]), strict=True):
@@ -212,10 +213,14 @@ def test_layout_transform_kernels(src, dst, shape, channels):
     np.testing.assert_array_equal(dlc.compile(text)(x)[0], op.reference(x)[0])
 
 
-def test_driver_layout_option():
+def test_driver_layout_option(monkeypatch):
     assert "alter-op-layout" not in graph_passes("NCHW")
     passes = graph_passes("NCHWc")
     assert passes.index("alter-op-layout") == passes.index("fuse-ops") - 1
+    monkeypatch.delenv("DLC_LAYOUT", raising=False)
+    assert graph_passes() == passes  # the CPU default: blocked
+    monkeypatch.setenv("DLC_LAYOUT", "NCHW")  # the opt-out
+    assert "alter-op-layout" not in graph_passes()
     with pytest.raises(CompileError, match="unknown layout 'NHWC'"):
         graph_passes("NHWC")
 
@@ -240,3 +245,207 @@ def test_blocked_conv_tile_is_one_vector_per_accumulator():
                   and "fmul" in f)
     assert kernel.count("fmul contract <16 x float>") >= 14  # the 1 x 14 register tile
     assert "fmul contract float" not in kernel
+
+
+# -- pools, global pools and concat carried in the blocked layout ---------------------------------
+
+
+def _conv_then(c_in: int, c: int, hw: tuple[int, int], tail: str, tail_t: tuple[int, ...]) -> tuple[str, dict]:
+    """x -> 1x1 conv to ``c`` channels -> relu -> ``tail`` (reads %r, defines %y of shape tail_t)."""
+    h, w = hw
+    x_t, r_t, w_t = _t((1, c_in, h, w)), _t((1, c, h, w)), _t((c, c_in, 1, 1))
+    text = f"""func.func @main(%x: {x_t}) -> {_t(tail_t)} {{
+  %w = graph.weight "w" : {w_t}
+  %c = graph.conv2d %x, %w : ({x_t}, {w_t}) -> {r_t}
+  %r = graph.relu %c : ({r_t}) -> {r_t}
+  {tail}
+  func.return %y : {_t(tail_t)}
+}}"""
+    return text, {"w": RNG.normal(size=(c, c_in, 1, 1))}
+
+
+def _pool_out(size, k, s, pad_b, pad_e, ceil):
+    num = size + pad_b + pad_e - k
+    out = (-(-num // s) if ceil else num // s) + 1
+    return out - 1 if ceil and (out - 1) * s >= size + pad_b else out
+
+
+# (channels, h, w, kernel, stride, padding [t, l, b, r], ceil_mode, count_include_pad)
+POOL_CASES = [(16, 7, 5, 3, 2, (1, 1, 1, 1), False, False), (17, 7, 5, 3, 2, (0, 0, 0, 0), True, False),
+              (48, 9, 9, 3, 2, (1, 0, 1, 2), True, True), (3, 1, 1, 1, 1, (0, 0, 0, 0), False, False),
+              (16, 8, 8, 2, 2, (0, 0, 0, 0), False, False), (33, 6, 11, 3, 1, (1, 1, 1, 1), False, True)]
+
+
+def _pool_module(kind, c, h, w, k, s, pads, ceil, include):
+    oh, ow = _pool_out(h, k, s, pads[0], pads[2], ceil), _pool_out(w, k, s, pads[1], pads[3], ceil)
+    attrs = (f"kernel = array<i64: {k}, {k}>, strides = array<i64: {s}, {s}>, "
+             f"padding = array<i64: {', '.join(map(str, pads))}>" + (", ceil_mode = 1 : i64" if ceil else "")
+             + (", count_include_pad = 1 : i64" if include else ""))
+    tail = f"%y = graph.{kind} %r {{{attrs}}} : ({_t((1, c, h, w))}) -> {_t((1, c, oh, ow))}"
+    return _conv_then(5, c, (h, w), tail, (1, c, oh, ow))
+
+
+@pytest.mark.parametrize("kind", ["max_pool2d", "avg_pool2d"])
+@pytest.mark.parametrize("case", POOL_CASES)
+def test_pool_carried_in_blocked_layout(kind, case):
+    text, weights = _pool_module(kind, *case)
+    x = RNG.normal(size=(1, 5, case[1], case[2])).astype(np.float32)
+    module = _module(text, weights)
+    expected = evaluate(module, [x])[0]
+    AlterOpLayoutPass().apply(make_context(), module)
+    module.verify()
+    counts = _counts(module)
+    assert counts[f"graph.{kind}"] == 0 and counts[f"graph.{kind}_nchwc"] == 1
+    assert [dst for _, dst in _transforms(module)] == ["NCHW5c", "NCHW"]  # in, and out after the pool
+    np.testing.assert_allclose(evaluate(module, [x])[0], expected, rtol=1e-5, atol=1e-5)
+    compiled = dlc.compile(_module(text, weights), layout="NCHWc", num_threads=2)
+    np.testing.assert_allclose(compiled(x)[0], expected, rtol=1e-5, atol=1e-5)
+
+
+def test_blocked_pool_keeps_padded_channels_zero():
+    """17 channels: 15 padded lanes in the second block, which the next conv reads."""
+    text, _ = _pool_module("avg_pool2d", 17, 5, 5, 3, 1, (1, 1, 1, 1), False, False)
+    module = _module(text, {"w": RNG.normal(size=(17, 5, 1, 1))})
+    AlterOpLayoutPass().apply(make_context(), module)
+    pool = next(op for op in module.walk() if op.name == "graph.avg_pool2d_nchwc")
+    blocked = RNG.normal(size=(1, 2, 5, 5, 16)).astype(np.float32)
+    blocked[:, 1, :, :, 1:] = 0
+    out = pool.reference(blocked)[0]
+    assert not out[:, 1, :, :, 1:].any()
+
+
+@pytest.mark.parametrize("kind,blocked_op", [("global_avg_pool", "avg_pool2d_nchwc"), ("global_max_pool", "max_pool2d_nchwc"),
+                                              ("reduce_sum", "reduce_sum")])
+@pytest.mark.parametrize("c,h,w", [(20, 7, 5), (16, 1, 1), (48, 3, 7), (17, 11, 13)])
+def test_global_pool_carried_in_blocked_layout(kind, blocked_op, c, h, w):
+    """legalize's global pools (reduce_mean/max over H, W) become blocked pools with an
+    H x W window (13 x 11: more taps than the kernel unrolls); other spatial reductions
+    reduce the blocked tensor."""
+    attrs = " {axes = array<i64: 2, 3>, keepdims = 1 : i64}" if kind == "reduce_sum" else ""
+    tail = f"%y = graph.{kind} %r{attrs} : ({_t((1, c, h, w))}) -> {_t((1, c, 1, 1))}"
+    text, weights = _conv_then(5, c, (h, w), tail, (1, c, 1, 1))
+    x = RNG.normal(size=(1, 5, h, w)).astype(np.float32)
+    expected = evaluate(_module(text, weights), [x])[0]
+    module = _module(text, weights)
+    for name in graph_passes("NCHWc"):
+        if name != "fuse-ops":
+            _run(name, module)
+    blocked = [op for op in module.walk() if op.name == f"graph.{blocked_op}"]
+    assert [op.results[0].type.get_shape() for op in blocked] == [(1, -(-c // 16), 1, 1, 16)]
+    assert [dst for _, dst in _transforms(module)] == ["NCHW5c", "NCHW"]
+    np.testing.assert_allclose(evaluate(module, [x])[0], expected, rtol=1e-5, atol=1e-5)
+    compiled = dlc.compile(_module(text, weights), layout="NCHWc", num_threads=2)
+    np.testing.assert_allclose(compiled(x)[0], expected, rtol=1e-5, atol=1e-5)
+
+
+def _run(name, module):
+    from dlc.passes import available_passes
+
+    available_passes()[name]()().apply(make_context(), module)
+
+
+def _concat_module(c1: int, c2: int, h: int, w: int, second_plain: bool = False):
+    """Two 1x1 convs (c1, c2 channels; or the plain input as the second operand) -> concat
+    -> 1x1 conv to 16 channels."""
+    x_t, a_t, b_t = _t((1, 5, h, w)), _t((1, c1, h, w)), _t((1, c2, h, w))
+    cat_t, y_t = _t((1, c1 + c2, h, w)), _t((1, 16, h, w))
+    second = ("%b = graph.relu %x2 : ({b_t}) -> {b_t}" if second_plain else
+              "%b = graph.conv2d %x, %w2 : ({x_t}, {w2_t}) -> {b_t}")
+    text = f"""func.func @main(%x: {x_t}, %x2: {b_t}) -> {y_t} {{
+  %w1 = graph.weight "w1" : {_t((c1, 5, 1, 1))}
+  %w2 = graph.weight "w2" : {_t((c2, 5, 1, 1))}
+  %w3 = graph.weight "w3" : {_t((16, c1 + c2, 1, 1))}
+  %a = graph.conv2d %x, %w1 : ({x_t}, {_t((c1, 5, 1, 1))}) -> {a_t}
+  {second.format(b_t=b_t, x_t=x_t, w2_t=_t((c2, 5, 1, 1)))}
+  %cat = graph.concat %a, %b {{axis = 1 : i64}} : ({a_t}, {b_t}) -> {cat_t}
+  %y = graph.conv2d %cat, %w3 : ({cat_t}, {_t((16, c1 + c2, 1, 1))}) -> {y_t}
+  func.return %y : {y_t}
+}}"""
+    weights = {"w1": RNG.normal(size=(c1, 5, 1, 1)), "w2": RNG.normal(size=(c2, 5, 1, 1)),
+               "w3": RNG.normal(size=(16, c1 + c2, 1, 1))}
+    inputs = [RNG.normal(size=(1, 5, h, w)).astype(np.float32), RNG.normal(size=(1, c2, h, w)).astype(np.float32)]
+    return text, weights, inputs
+
+
+@pytest.mark.parametrize("c1,c2,h,w,second_plain,carried,transforms", [
+    (16, 32, 7, 5, False, True, ["NCHW5c", "NCHW"]),  # blocks joined: one transform in, one out
+    (48, 16, 1, 1, True, True, ["NCHW5c", "NCHW16c", "NCHW"]),  # the plain operand is blocked
+    (16, 17, 7, 5, False, False, ["NCHW5c", "NCHW", "NCHW", "NCHW16c", "NCHW"]),  # 17: plain concat
+    (20, 12, 3, 2, False, False, ["NCHW5c", "NCHW", "NCHW", "NCHW16c", "NCHW"]),  # 20 + 12 = 32: still plain
+])
+def test_channel_concat(c1, c2, h, w, second_plain, carried, transforms):
+    text, weights, inputs = _concat_module(c1, c2, h, w, second_plain)
+    module = _module(text, weights)
+    expected = evaluate(module, inputs)[0]
+    AlterOpLayoutPass().apply(make_context(), module)
+    module.verify()
+    concat = next(op for op in module.walk() if op.name == "graph.concat")
+    assert len(concat.results[0].type.get_shape()) == (5 if carried else 4)
+    assert [dst for _, dst in _transforms(module)] == transforms
+    np.testing.assert_allclose(evaluate(module, inputs)[0], expected, rtol=1e-4, atol=1e-4)
+    compiled = dlc.compile(_module(text, weights), layout="NCHWc", num_threads=2)
+    np.testing.assert_allclose(compiled(*inputs)[0], expected, rtol=1e-4, atol=1e-4)
+
+
+def test_blocked_pool_with_fused_per_channel_epilogue():
+    """fuse-ops joins a per-channel mul and a relu to the blocked pool's kernel (20 channels)."""
+    text, weights = _conv_then(5, 20, (9, 7), """%p = graph.avg_pool2d %r {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x20x9x7xf32>) -> tensor<1x20x5x4xf32>
+  %s = graph.weight "s" : tensor<20x1x1xf32>
+  %m = graph.mul %p, %s : (tensor<1x20x5x4xf32>, tensor<20x1x1xf32>) -> tensor<1x20x5x4xf32>
+  %y = graph.relu %m : (tensor<1x20x5x4xf32>) -> tensor<1x20x5x4xf32>""", (1, 20, 5, 4))
+    weights["s"] = RNG.normal(size=(20, 1, 1))
+    x = RNG.normal(size=(1, 5, 9, 7)).astype(np.float32)
+    expected = evaluate(_module(text, weights), [x])[0]
+    compiled = dlc.compile(_module(text, weights), layout="NCHWc", num_threads=2)
+    assert "avg_pool2d_nchwc_mul_relu" in compiled.llvm_ir
+    np.testing.assert_allclose(compiled(x)[0], expected, rtol=1e-5, atol=1e-5)
+
+
+def _kernel_ir(compiled, name_part: str) -> str:
+    return "\n".join(f for f in compiled.optimized_llvm_ir.split("\ndefine ") if name_part in f.split("\n")[0])
+
+
+@pytest.mark.parametrize("body,kernel", [  # ({x_t}, {s_t}, {p_t}: replaced by the types below)
+    ("%y = graph.max_pool2d_nchwc %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : ({x_t}) -> {p_t}",
+     "max_pool2d_nchwc"),
+    ("%y = graph.avg_pool2d_nchwc %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : ({x_t}) -> {p_t}",
+     "avg_pool2d_nchwc"),
+    ("%m = graph.mul %x, %s : ({x_t}, {s_t}) -> {x_t}\n  %y = graph.relu %m : ({x_t}) -> {x_t}", "mul_relu"),
+], ids=["max_pool", "avg_pool", "mul_relu"])
+def test_blocked_kernels_vectorize_over_the_channel_block(body, kernel):
+    """Blocked pools and elementwise kernels over NCHW16c: one 16-lane vector per channel
+    block, no gathers (LLVM unrolling the block loop and vectorizing the column loop)."""
+    x_t, s_t, p_t = _t((1, 3, 13, 11, 16)), _t((1, 3, 1, 1, 16)), _t((1, 3, 7, 6, 16))
+    y_t = x_t if kernel == "mul_relu" else p_t
+    text = f"""func.func @main(%x: {x_t}, %s: {s_t}) -> {y_t} {{
+  {body.replace("{x_t}", x_t).replace("{s_t}", s_t).replace("{p_t}", p_t)}
+  func.return %y : {y_t}
+}}"""
+    x, s = RNG.normal(size=(1, 3, 13, 11, 16)).astype(np.float32), RNG.normal(size=(1, 3, 1, 1, 16)).astype(np.float32)
+    compiled = dlc.compile(text, num_threads=1)
+    ir = _kernel_ir(compiled, kernel)
+    assert "<16 x float>" in ir and "gather" not in ir
+    np.testing.assert_allclose(compiled(x, s)[0], evaluate(_module(text), [x, s])[0], rtol=1e-6, atol=1e-6)
+
+
+# (blocked input shape, kernel, stride, padding, ceil_mode, dilation): a 3-lane block, 1x1,
+# a window of more than 64 taps (a loop nest, not unrolled) with ceil mode, dilation
+BLOCKED_POOL_KERNEL_CASES = [((1, 1, 7, 5, 3), 3, 1, 1, False, 1), ((2, 2, 1, 1, 16), 1, 1, 0, False, 1),
+                             ((1, 1, 17, 17, 8), 9, 3, 0, True, 1), ((1, 2, 11, 9, 16), 3, 2, 1, False, 2)]
+
+
+@pytest.mark.parametrize("shape,k,s,p,ceil,d", BLOCKED_POOL_KERNEL_CASES)
+@pytest.mark.parametrize("kind", ["max_pool2d_nchwc", "avg_pool2d_nchwc"])
+def test_blocked_pool_kernel_matches_reference(shape, k, s, p, ceil, d, kind):
+    n, cb, h, w, b = shape
+    span = d * (k - 1) + 1
+    out = (n, cb, _pool_out(h, span, s, p, p, ceil), _pool_out(w, span, s, p, p, ceil), b)
+    attrs = (f"kernel = array<i64: {k}, {k}>, strides = array<i64: {s}, {s}>, dilations = array<i64: {d}, {d}>, "
+             f"padding = array<i64: {p}, {p}, {p}, {p}>" + (", ceil_mode = 1 : i64" if ceil else ""))
+    text = f"""func.func @main(%x: {_t(shape)}) -> {_t(out)} {{
+  %y = graph.{kind} %x {{{attrs}}} : ({_t(shape)}) -> {_t(out)}
+  func.return %y : {_t(out)}
+}}"""
+    x = RNG.normal(size=shape).astype(np.float32)
+    expected = evaluate(_module(text), [x])[0]
+    np.testing.assert_allclose(dlc.compile(text, num_threads=2)(x)[0], expected, rtol=1e-6, atol=1e-6)

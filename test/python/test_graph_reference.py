@@ -273,6 +273,12 @@ CASES = [
      lambda x, w: onnx_run("Conv", [x.transpose(0, 1, 4, 2, 3).reshape(1, 8, 7, 6),
                                     w.transpose(0, 5, 1, 4, 2, 3).reshape(6, 8, 3, 3)],
                            {"strides": [2, 1], "pads": [1, 0, 1, 2]}, opset=18)[0].reshape(1, 3, 2, 4, 6).transpose(0, 1, 3, 4, 2)),
+    ("max_pool2d_nchwc", g.MaxPool2DNCHWcOp, [rand(1, 2, 7, 6, 4)], {"kernel": [3, 2], "strides": [2, 1], "padding": [1, 0, 1, 1]},
+     lambda x: onnx_run("MaxPool", [x.transpose(0, 1, 4, 2, 3).reshape(1, 8, 7, 6)],
+                        {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}, opset=18)[0].reshape(1, 2, 4, 4, 6).transpose(0, 1, 3, 4, 2)),
+    ("avg_pool2d_nchwc", g.AvgPool2DNCHWcOp, [rand(1, 1, 5, 7, 3)], {"kernel": [2, 3], "padding": [1, 1, 0, 1], "count_include_pad": True},
+     lambda x: onnx_run("AveragePool", [x.transpose(0, 1, 4, 2, 3).reshape(1, 3, 5, 7)],
+                        {"kernel_shape": [2, 3], "pads": [1, 1, 0, 1], "count_include_pad": 1}, opset=19)[0].reshape(1, 1, 3, 5, 7).transpose(0, 1, 3, 4, 2)),
     # -- user-defined (tensor expressions)
     ("custom_matmul", g.CustomOp, [rand(3, 5), rand(5, 7)], {"te": "C[i, j] = sum(k: A[i, k] * B[k, j])"},
      lambda a, b: a @ b),

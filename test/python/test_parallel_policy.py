@@ -2,8 +2,8 @@
 
 * default schedules parallelize a nest only when its work (op executions,
   ``nest_work``) pays for a fork/join, not on its iteration count alone;
-* the runtime defaults libgomp to ``OMP_WAIT_POLICY=passive`` before libgomp
-  loads, unless the user chose a policy or spin count (runtime/native.py says why).
+* the runtime defaults libgomp to a short spin (``GOMP_SPINCOUNT=1000``) before
+  libgomp loads, unless the user chose a policy or spin count (runtime/native.py says why).
 """
 
 from __future__ import annotations
@@ -93,7 +93,8 @@ import os, dlc
 dlc.compile('func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\\n'
             '  %y = graph.relu %x : (tensor<3xf32>) -> tensor<3xf32>\\n'
             '  func.return %y : tensor<3xf32>\\n}')
-print(os.environ.get("OMP_WAIT_POLICY"), "libgomp" in open("/proc/self/maps").read())
+print(os.environ.get("OMP_WAIT_POLICY"), os.environ.get("GOMP_SPINCOUNT"),
+      "libgomp" in open("/proc/self/maps").read())
 """
 
 
@@ -104,13 +105,13 @@ def _probe(**env_changes) -> str:
                           text=True, check=True).stdout.strip()
 
 
-def test_jit_defaults_to_passive_wait_before_loading_libgomp():
-    assert _probe() == "passive True"
+def test_jit_defaults_to_short_spin_before_loading_libgomp():
+    assert _probe() == "None 1000 True"
 
 
 @pytest.mark.parametrize("env, expected", [
-    ({"OMP_WAIT_POLICY": "PASSIVE"}, "PASSIVE True"),  # the user's choice stays
-    ({"GOMP_SPINCOUNT": "1000"}, "None True"),  # a spin count is a choice too
+    ({"OMP_WAIT_POLICY": "PASSIVE"}, "PASSIVE None True"),  # the user's choice stays
+    ({"GOMP_SPINCOUNT": "300000"}, "None 300000 True"),  # a spin count is a choice too
 ])
 def test_user_wait_settings_are_kept(env, expected):
     assert _probe(**env) == expected
@@ -120,8 +121,9 @@ def test_no_policy_change_once_libgomp_is_loaded(monkeypatch):
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
     monkeypatch.setattr(native, "_libgomp_loaded", lambda: True)
-    native.prefer_passive_omp_wait()
-    assert "OMP_WAIT_POLICY" not in os.environ
+    native.prefer_short_omp_spin()
+    assert "GOMP_SPINCOUNT" not in os.environ
     monkeypatch.setattr(native, "_libgomp_loaded", lambda: False)
-    native.prefer_passive_omp_wait()
-    assert os.environ["OMP_WAIT_POLICY"] == "passive"
+    native.prefer_short_omp_spin()
+    assert os.environ["GOMP_SPINCOUNT"] == native.DEFAULT_GOMP_SPINCOUNT
+    assert "OMP_WAIT_POLICY" not in os.environ

@@ -103,4 +103,5 @@ def test_skinny_matmul_streams_b_rows_in_parallel_column_blocks():
             f"  func.return %c : {_t((1, 1000))}\n}}")
     loops = _scheduled_loops(text)
     # no packing copies, no register tile: column blocks in parallel, k outside the columns
-    assert loops[2:] == [("no", "parallel"), ("m_s1", "serial"), ("k", "serial"), ("nn", "vectorized")]
+    # (k in steps of SKINNY_ROWS_PER_PASS rows, expanded inside the column loop)
+    assert loops[2:] == [("no", "parallel"), ("m_s1", "serial"), ("ko", "serial"), ("nn", "vectorized")]

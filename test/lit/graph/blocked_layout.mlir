@@ -27,3 +27,14 @@ func.func @small_block(%x: tensor<2x3x9x9xf32>, %w: tensor<2x1x3x3x3x16xf32>) ->
   %1 = graph.conv2d_nchwc %0, %w {strides = array<i64: 2, 2>} : (tensor<2x1x9x9x3xf32>, tensor<2x1x3x3x3x16xf32>) -> tensor<2x2x4x4x16xf32>
   func.return %1 : tensor<2x2x4x4x16xf32>
 }
+
+// Blocked pools: the plain pools' attributes (no layout).
+// CHECK-LABEL: func.func @pools(%x: tensor<1x2x9x9x16xf32>) -> tensor<1x2x4x4x16xf32> {
+// CHECK-NEXT:  %0 = graph.max_pool2d_nchwc %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, ceil_mode = 1 : i64} : (tensor<1x2x9x9x16xf32>) -> tensor<1x2x5x5x16xf32>
+// CHECK-NEXT:  %1 = graph.avg_pool2d_nchwc %0 {kernel = array<i64: 2, 2>, count_include_pad = 1 : i64} : (tensor<1x2x5x5x16xf32>) -> tensor<1x2x4x4x16xf32>
+// CHECK-NEXT:  func.return %1 : tensor<1x2x4x4x16xf32>
+func.func @pools(%x: tensor<1x2x9x9x16xf32>) -> tensor<1x2x4x4x16xf32> {
+  %0 = graph.max_pool2d_nchwc %x {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, ceil_mode = 1 : i64} : (tensor<1x2x9x9x16xf32>) -> tensor<1x2x5x5x16xf32>
+  %1 = graph.avg_pool2d_nchwc %0 {kernel = array<i64: 2, 2>, count_include_pad = 1 : i64} : (tensor<1x2x5x5x16xf32>) -> tensor<1x2x4x4x16xf32>
+  func.return %1 : tensor<1x2x4x4x16xf32>
+}

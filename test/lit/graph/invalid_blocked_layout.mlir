@@ -70,3 +70,35 @@ func.func @f(%x: tensor<1x1x2x2x16xf32>, %w: tensor<1x1x3x3x16x16xf32>) {
   %0 = graph.conv2d_nchwc %x, %w : (tensor<1x1x2x2x16xf32>, tensor<1x1x3x3x16x16xf32>) -> tensor<1x1x1x1x16xf32>
   func.return
 }
+
+// -----
+
+func.func @f(%x: tensor<1x32x5x7xf32>) {
+  // expected-error @+1 {{graph.max_pool2d_nchwc: input must be 5-D (NCHW{b}c), got rank 4}}
+  %0 = graph.max_pool2d_nchwc %x {kernel = array<i64: 2, 2>} : (tensor<1x32x5x7xf32>) -> tensor<1x32x4x6xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x7x16xf32>) {
+  // expected-error @+1 {{graph.avg_pool2d_nchwc: padding must be smaller than the window}}
+  %0 = graph.avg_pool2d_nchwc %x {kernel = array<i64: 2, 2>, padding = array<i64: 2, 0, 0, 0>} : (tensor<1x2x5x7x16xf32>) -> tensor<1x2x6x6x16xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x7x16xf32>) {
+  // expected-error @+1 {{graph.max_pool2d_nchwc: unknown attribute 'layout'}}
+  %0 = graph.max_pool2d_nchwc %x {kernel = array<i64: 2, 2>, layout = "NCHW"} : (tensor<1x2x5x7x16xf32>) -> tensor<1x2x4x6x16xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<1x2x5x7x16xi32>) {
+  // expected-error @+1 {{graph.max_pool2d_nchwc: operand element type i32 is not float (op takes float tensors)}}
+  %0 = graph.max_pool2d_nchwc %x {kernel = array<i64: 2, 2>} : (tensor<1x2x5x7x16xi32>) -> tensor<1x2x4x6x16xi32>
+  func.return
+}

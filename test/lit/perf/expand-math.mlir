@@ -5,7 +5,7 @@
 // RUN: dlc-opt %s -p 'expand-math{fma=false}' | filecheck %s --check-prefix=NOFMA
 // RUN: dlc-opt %s -p expand-math,lower-to-llvm | filecheck %s --check-prefix=LLVM
 // RUN: not dlc-opt %s -p 'expand-math{fused=true}' 2>&1 | filecheck %s --check-prefix=OPTION
-// OPTION: dlc-opt: error: pass 'expand-math' has no option 'fused' (its options: fma)
+// OPTION: dlc-opt: error: pass 'expand-math' has no option 'fused' (its options: fma, general-pow)
 // OPTION-NOT: Traceback
 
 builtin.module {

@@ -1,0 +1,241 @@
+"""Default CPU schedules of the grouped and depthwise conv2d forms
+(lowering/kernels/conv_grouped.py).
+
+Grouped: the accumulation nest ``n g oc p ic kh kw`` gets defaults_conv.py's
+register tile, within one group::
+
+    parallel for (g, outer tile loop) fused      groups x column (or channel) tiles
+      for n  for inner tile loop
+          acc = 0 [8 x 16]                       cache_write: registers (starts at 0:
+          for ic  for kh  for kw                 the zero-fill nest is dropped)
+            for oci (unrolled)  for pi (vectorized, one zmm)
+              acc[oci, pi] += wp[g, oc, ic, kh, kw] * xp[n, g * CPG + ic, p + ...]
+          outp tile = acc
+    (tail columns: the same tile, P % 16 wide, in a serial nest of their own)
+
+``g * CPG + ic`` is the same for the 8 unrolled channels, so one input vector
+load feeds 8 FMAs (the flat form's tile over the global channel index loads
+one vector per channel unless LLVM proves ``oc // OPG`` uniform, as for a
+power-of-two OPG). The parallel loop spans groups x tiles: ShuffleNet's
+group-4 layers give 4 x 12 or more iterations, so 2 threads split them evenly.
+The copies (padding, weights, out) are left to the generic schedule's policy.
+
+Depthwise: per channel, a tile of DW_VECTORS x 16 columns with the taps
+outside it (one weight broadcast feeds 4 FMAs); the channel loop is parallel
+when the layer is big enough (DEPTHWISE_PARALLEL_FACTOR).
+
+Both: short copy rows (7 to 56 columns) become whole 8-lane vectors and a
+scalar tail (:func:`_vector_rows`): LLVM otherwise fully unrolls them and
+vectorizes the loop around them with scatter stores.
+"""
+
+from __future__ import annotations
+
+import math
+
+from xdsl.dialects import arith, memref
+from xdsl.dialects.builtin import FloatAttr, UnitAttr
+
+from dlc.lowering.schedule.core import Schedule, ScheduleError, inner_loops, loop_name
+from dlc.lowering.schedule.defaults_conv import VECTOR, _channel_block
+from dlc.lowering.schedule.defaults_dense import (
+    _allow_contract,
+    _names,
+    _split_padding_columns,
+    _vectorizable,
+    _vectorize_copies,
+    apply_source_schedule,
+    host_has_avx512,
+)
+
+def _tiles_start_at_zero(s: Schedule, fill_name: str, target: str, copy_ins: list[str]) -> None:
+    """Start the register tiles at 0 and drop the zero-fill nest `fill_name`.
+
+    Each tile covers its whole reduction (the reduction loops are inside the tile loop) and
+    the tiles partition `target`, so every tile's copy-in would read the zero-fill's zeros
+    (defaults_conv.py does the same for the flat form)."""
+    fill = s.loop(fill_name)
+    stores = [op for op in fill.walk() if isinstance(op, memref.StoreOp)]
+    zero = stores[0].value.owner if len(stores) == 1 else None
+    if (len(stores) != 1 or stores[0].memref.name_hint != target
+            or not isinstance(zero, arith.ConstantOp) or not isinstance(zero.value, FloatAttr)
+            or math.copysign(1.0, zero.value.value.data) < 0 or zero.value.value.data != 0.0):
+        raise s.fail(fill, f"the zero-fill nest is not the expected `%{target}[...] = 0`")
+    for copy_in in copy_ins:
+        loads = [op for op in s.loop(copy_in).walk() if isinstance(op, memref.LoadOp)]
+        if len(loads) != 1 or loads[0].memref is not stores[0].memref:
+            raise s.fail(copy_in, f"the tile copy-in is not a copy of %{target}")
+        loads[0].res.replace_all_uses_with(stores[0].value)
+        loads[0].detach()
+        loads[0].erase()
+    fill.detach()
+    fill.erase()
+
+
+def _whole_vectors(s: Schedule, names: list[str]) -> None:
+    """Mark the register tile's vectorized loops of one f32 vector (16 lanes) as such: LLVM
+    then vectorizes them at that width (zmm) instead of the default 8 lanes, and does not
+    unroll them first (lower_to_llvm.py, as defaults_conv.py / defaults_nchwc.py do)."""
+    names_now = set(_names(s))
+    for name in names:
+        if name in names_now:
+            loop = s.loop(name)
+            if loop.loop_kind == "vectorized" and loop.trip_count == VECTOR:
+                loop.attributes["dlc.whole_vector"] = UnitAttr()
+
+
+GROUPED_NEST = ["n", "g", "oc", "p", "ic", "kh", "kw", "out_n"]
+
+
+def is_grouped_conv(s: Schedule) -> bool:
+    """A kernel of the grouped form (its loop names are kernels/conv_grouped.py's)."""
+    names = _names(s)
+    return all(n in names for n in GROUPED_NEST)
+
+
+def schedule_conv2d_grouped(s: Schedule) -> bool:
+    """The register-blocked schedule above on the grouped form; False if not that form."""
+    if not is_grouped_conv(s):
+        return False
+    ocp, p = s.loop("oc").trip_count, s.loop("p").trip_count
+    ic, kh, kw = (s.loop(x).trip_count for x in ("ic", "kh", "kw"))
+    # whole 16-column tiles, then one narrower tail tile (P = OH * OW when x is read in place)
+    cols = min(VECTOR, p)
+    p0, tail = p - p % cols, p % cols
+    ocb = _channel_block(ocp, 8 if host_has_avx512() else 4)
+    # per group: the input window a tile reads vs the group's weights
+    x_bytes = ic * p * 4
+    w_bytes = ocp * ic * kh * kw * 4
+    suffixes = ["", "_t"] if tail else [""]
+    with s.atomic():
+        s.distribute("p")  # the zero-fill of outp, then the accumulation (p_s1)
+        s.distribute("oc")
+        s.distribute("g")
+        s.distribute("n")
+        if tail:  # the tail columns: a nest of their own after the main one (serial)
+            s.split_range("p_s1", p0, "_t")
+            for loop in ("oc_s1", "g_s1", "n_s1"):
+                s.distribute(loop, [loop, loop + "_t"])
+        tiles = ["po", "oco"] if x_bytes > w_bytes else ["oco", "po"]
+        for suffix in suffixes:
+            s.split("oc_s1" + suffix, ocb, "oco" + suffix, "oci" + suffix)
+            s.split("p_s1" + suffix, cols if not suffix else tail, "po" + suffix, "pi" + suffix)
+        # only an outermost loop can be parallel, and fusing more than two loops would nest
+        # div/mod indices (defaults_dense.schedule_matmul, step 4): the batch goes inside
+        s.reorder("g_s1", tiles[0], "n_s1", tiles[1], "ic", "kh", "kw", "oci", "pi")
+        if tail:
+            s.reorder("g_s1_t", "n_s1_t", "oco_t", "po_t", "ic_t", "kh_t", "kw_t", "oci_t", "pi_t")
+        par = s.fuse("g_s1", tiles[0], name=f"g_{tiles[0]}")
+        if par.trip_count >= 2:
+            s.parallel(par)
+        for suffix in suffixes:
+            s.cache_write("outpad", (tiles[1] if not suffix else "po") + suffix, "acc" + suffix)
+            if ocb > 1:
+                s.unroll("oci" + suffix)
+            if s.loop("pi" + suffix).trip_count >= 2:
+                s.vectorize("pi" + suffix)
+        _vectorize_copies(s, ("acc_d", "acc_out_d", "acc_t_d", "acc_t_out_d"))
+        _tiles_start_at_zero(s, "n", "outpad", ["acc_d0", "acc_t_d0"][:len(suffixes)])
+    _whole_vectors(s, ["pi", "acc_out_d3", "pi_t", "acc_t_out_d3"])
+    try:  # the padding copy: its middle columns need no clamp and vectorize (stride 1)
+        with s.atomic():
+            _split_padding_columns(s, "pad_q")
+    except ScheduleError:
+        pass  # no padding copy (a view of x), or an unsplittable one: left as is
+    _copy_rows(s)
+    for loop in s.loops():
+        if (loop_name(loop).startswith(("pad_q", "out_w", "out_p", "wpad_w")) and loop.trip_count >= 2
+                and loop.loop_kind == "serial" and not inner_loops(loop) and _vectorizable(s, loop_name(loop))):
+            s.vectorize(loop)
+    _allow_contract(s.kernel)
+    return True
+
+
+DEPTHWISE_NEST = ["dw_n", "dw_c", "p", "kh", "kw", "out_h"]
+# a depthwise layer goes parallel from this many multiply-adds (x MIN_PARALLEL_ITERATIONS of
+# defaults.py: about 1M scalar ops, ~3 per multiply-add); below, a thread-team wake-up costs
+# more than the layer (ShuffleNet's 7x7 ones take ~20 us)
+DEPTHWISE_PARALLEL_FACTOR = 16
+
+
+def is_depthwise_conv(s: Schedule) -> bool:
+    """A kernel of the per-channel depthwise form (kernels/conv_grouped.py's loop names)."""
+    names = _names(s)
+    return all(n in names for n in DEPTHWISE_NEST)
+
+
+def schedule_conv2d_depthwise(s: Schedule) -> bool:
+    """Per channel: a register tile of DW_VECTORS x 16 columns with the taps outside it,
+    the copies vectorized; the channel loop parallel when the layer is big enough."""
+    from dlc.lowering.kernels.conv_grouped import DW_VECTORS
+    from dlc.lowering.schedule.defaults import MIN_PARALLEL_ITERATIONS
+
+    if not is_depthwise_conv(s):
+        return False
+    n, oc, p = (s.loop(x).trip_count for x in ("dw_n", "dw_c", "p"))
+    kh, kw = s.loop("kh").trip_count, s.loop("kw").trip_count
+    vectors = min(DW_VECTORS, p // VECTOR)  # P is a multiple of VECTOR * vectors (the kernel's)
+    with s.atomic():
+        s.distribute("p")  # the zero-fill of the row, then the accumulation (p_s1)
+        s.split("p_s1", VECTOR * vectors, "po", "pr")
+        s.split("pr", VECTOR, "pu", "pv")
+        s.reorder("po", "kh", "kw", "pu", "pv")
+        par = s.fuse("dw_n", "dw_c", name="dw_nc")
+        if par.trip_count >= 2 and n * oc * p * kh * kw >= DEPTHWISE_PARALLEL_FACTOR * MIN_PARALLEL_ITERATIONS:
+            s.parallel(par)  # before cache_write: its scratch then goes inside the parallel loop
+        s.cache_write("row", "po", "acc")
+        s.unroll("pu")
+        s.vectorize("pv")
+        _vectorize_copies(s, ("acc_d", "acc_out_d"))
+        _tiles_start_at_zero(s, "p", "row", ["acc_d0"])
+    _whole_vectors(s, ["pv"])
+    try:  # the padding copy: its middle columns need no clamp and vectorize (stride 1)
+        with s.atomic():
+            _split_padding_columns(s, "pad_q")
+    except ScheduleError:
+        pass
+    _copy_rows(s)
+    for loop in s.loops():
+        if (loop_name(loop).startswith(("pad_q", "out_w")) and loop.trip_count >= 2
+                and loop.loop_kind == "serial" and not inner_loops(loop) and _vectorizable(s, loop_name(loop))):
+            s.vectorize(loop)
+    _allow_contract(s.kernel)
+    return True
+
+
+ROW_VECTOR = 8  # lanes of a copy row's vectors (one ymm)
+
+
+def _copy_rows(s: Schedule) -> None:
+    """The output copy's rows and the padding copy's middle columns as whole vectors."""
+    for name in ("out_w", "pad_q_pm"):
+        if name in _names(s):
+            try:
+                with s.atomic():
+                    _vector_rows(s, name)
+            except ScheduleError:
+                pass  # left to the plain vectorize hint below
+
+
+def _vector_rows(s: Schedule, name: str) -> None:
+    """A short copy row (the output row of a channel, 7 to 56 columns) as whole 8-lane
+    vectors plus a scalar tail. Left to itself LLVM fully unrolls such a row and vectorizes
+    the loop around it instead, with scatter stores (~1/3 of a depthwise layer's time)."""
+    loop = s.loop(name)
+    lower, t = loop.lower, loop.trip_count
+    if t < ROW_VECTOR or not _vectorizable(s, name):
+        return
+    if t % ROW_VECTOR:
+        s.split_range(name, lower + t - t % ROW_VECTOR, "_r")
+    s.split(name, ROW_VECTOR, name + "_o", name + "_v")
+    s.vectorize(name + "_v")
+    s.loop(name + "_v").attributes["dlc.whole_vector"] = UnitAttr()
+
+
+def _schedule_grouped_or_depthwise(s: Schedule) -> bool:
+    return schedule_conv2d_grouped(s) or schedule_conv2d_depthwise(s)
+
+
+def schedule_grouped(kernel) -> bool:
+    """Apply the grouped or depthwise conv schedule when `kernel` is of that form; True when applied."""
+    return apply_source_schedule(kernel, {"graph.conv2d": _schedule_grouped_or_depthwise})
