@@ -6,17 +6,21 @@ TVM's x86 conv2d_NCHWc micro-kernel, written with the schedule primitives
 (distribute, split_range, split, reorder, fuse, parallel, cache_write,
 unroll, vectorize)::
 
-    out = 0                                         (distributed off: its own nest)
     parallel for (n, ocb) fused                     output-channel blocks
       for oh [/ rows], owo                          a tile of rows x cols outputs
-        acc = out tile [rows, cols, ob]             cache_write: registers
+        acc = 0 [rows, cols, ob]                    cache_write: registers (the kernel's
+                                                    out = 0 nest dropped: zero_initialized_tiles)
         for icb, kh, kw, ic                         the reduction, in source order
           for row, col (unrolled)  for oc (vector)  one input scalar broadcast per output,
             acc[row, col, oc] += x[.., ic] * w[ocb, .., ic, oc]   one FMA with the weight vector
 
 ``oc`` is the block of output channels (16 floats: one AVX-512 vector), so
 the tile is rows x cols vector accumulators (see :func:`register_tile`); the
-last oh % rows rows and ow % cols columns get tiles of their own. The
+last oh % rows rows and ow % cols columns get tiles of their own. Narrow rows
+(ResNet's 7 x 7) take several output-channel blocks per tile instead
+(:func:`register_tile_blocks`: 7 columns x 2 blocks), so no row is left over
+for a short tile of few FMA chains; the parallel loop then also takes ``oh``
+when the output-channel blocks alone are few. The
 summation order over (icb, kh, kw, ic) is the source's; only mul + add
 contract into FMAs. The input is pre-padded by alter-op-layout (graph.pad),
 so the tile has no bounds checks.
@@ -30,7 +34,7 @@ scalarizes them first and the SLP vectorizer rebuilds the tile from 4- and
 
 from __future__ import annotations
 
-from xdsl.dialects import func, memref
+from xdsl.dialects import arith, func, memref
 from xdsl.dialects.builtin import MemRefType, UnitAttr
 
 from dlc.dialects.tloop import ForOp
@@ -65,6 +69,25 @@ def register_tile(oh: int, ow: int) -> tuple[int, int]:
     return rows, ow
 
 
+PARALLEL_CHUNKS = 8  # fewer (n, output-block) chunks than this: oh joins the parallel loop
+
+
+def register_tile_blocks(oh: int, ow: int, blocks: int) -> tuple[int, int, int]:
+    """(rows, columns, output-channel blocks) of the register tile.
+
+    Rows of at least MIN_TILE columns: :func:`register_tile` (one block). Narrower rows:
+    one whole row times k output-channel blocks, k the largest divisor of ``blocks`` with
+    columns x k in [MIN_TILE, MAX_TILE] (7 x 2: 14 accumulators, one input broadcast per
+    column feeding k FMAs); without such a divisor, the rows of :func:`register_tile`."""
+    rows, cols = register_tile(oh, ow)
+    if rows == 1 and cols >= MIN_TILE:
+        return 1, cols, 1
+    for k in range(MAX_TILE // ow, 1, -1):
+        if blocks % k == 0 and ow * k >= MIN_TILE:
+            return 1, ow, k
+    return rows, cols, 1
+
+
 def schedule_conv2d_nchwc(s: Schedule) -> bool:
     """The register-tiled schedule above; False (kernel untouched) when it does not apply."""
     kernel = s.kernel
@@ -75,7 +98,8 @@ def schedule_conv2d_nchwc(s: Schedule) -> bool:
     if names[:5] != ["n", "ocb", "oh", "ow", "oc"] or not {"icb", "kh", "kw", "ic"} <= set(names):
         return False
     oh, ow = s.loop("oh").trip_count, s.loop("ow").trip_count
-    rows, cols = register_tile(oh, ow)
+    n, blocks = s.loop("n").trip_count, s.loop("ocb").trip_count
+    rows, cols, ocbs = register_tile_blocks(oh, ow, blocks)
     with s.atomic():
         for name in ("oc", "ow", "oh", "ocb", "n"):
             s.distribute(name)
@@ -88,26 +112,95 @@ def schedule_conv2d_nchwc(s: Schedule) -> bool:
         if ow % cols:  # (only with rows == 1: narrow rows are never split)
             s.split_range("ow_s1", ow - ow % cols, "_u")
             tiles.append((None, "ow_s1_u", "_u"))
-        par = _fuse_all(s, ["n_s1", "ocb_s1"])
+        outer = ["n_s1", "ocb_s1"]
+        if ocbs > 1:  # the tile's blocks (ocbi) move inside the reduction below
+            s.split("ocb_s1", ocbs, "ocbo", "ocbi")
+            s.reorder("oh_s1", "ocbi")
+            outer = ["n_s1", "ocbo"]
+        if n == 1 and rows == 1 and blocks // ocbs < PARALLEL_CHUNKS:
+            # few channel blocks: rows too, so no thread idles (batch 1 only: a third
+            # fused loop's nested div/rem indices defeat the dependence analysis)
+            s.unroll("n_s1", expand=True)  # one iteration: gone, so the fused loop is outermost
+            outer = outer[1:] + ["oh_s1"]
+        par = _fuse_all(s, outer)
         if par.trip_count >= 2:
             s.parallel(par)
         if rows > 1:
             s.split("oh_s1", rows, "oho", "ohi")
-        _register_tile(s, "ohi" if rows > 1 else None, "ow_s1", cols, "")
+        _register_tile(s, "ohi" if rows > 1 else None, "ow_s1", cols, "", "ocbi" if ocbs > 1 else None)
         for row, col, suffix in tiles:
             _register_tile(s, row, col, s.loop(col).trip_count, suffix)
     _allow_contract(kernel)
+    # (epilogue.fuse_epilogue is not applied: with bias/relu in the write-back, LLVM keeps
+    # some tiles in memory behind run-time alias checks: ResNet's stem measured 4x slower)
+    zero_initialized_tiles(kernel)
     return True
 
 
-def _register_tile(s: Schedule, row: str | None, col: str, cols: int, suffix: str) -> None:
-    """[rows x] cols output vectors accumulated in registers over the whole reduction:
-    ``for owo: acc = out tile; for icb, kh, kw, ic: for row, col (unrolled): for oc (vector)``."""
+def zero_initialized_tiles(kernel: func.FuncOp) -> bool:
+    """Drop the zero-fill nest: each register tile starts from zeros instead of copying
+    in the zeros the nest stored (cache_write's copy-in ``acc[j] = out[i]``). True if done.
+
+    Every output element belongs to exactly one tile (main, row-tail and column-tail
+    nests partition the output) and its copy-in runs before any accumulation into it,
+    so the copy-ins were the fill's only readers. Checked, else nothing changes: the
+    first top-level nest only stores one constant into ``out``; every other load of
+    ``out`` is a copy-in whose only use is a store into a kernel-local tile, except in
+    a last nest without tiles (the fused epilogue's nest: it runs after the tiles)."""
+    out = kernel.body.block.args[-1]
+    nests = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
+    if len(nests) < 2:
+        return False
+    fill = nests[0]
+    fill_stores = [op for op in fill.walk() if isinstance(op, memref.StoreOp)]
+    if (len(fill_stores) != 1 or fill_stores[0].memref is not out
+            or not isinstance(fill_stores[0].value.owner, arith.ConstantOp)
+            or fill_stores[0].value.owner.parent is not kernel.body.block):
+        return False
+    if any(isinstance(op, memref.LoadOp) for op in fill.walk()):
+        return False
+    zero = fill_stores[0].value
+    last = nests[-1]  # the fused epilogue's nest, if any: no tile of its own
+    remainder = last if ("tloop.fused" in kernel.attributes
+                         and not any(isinstance(op, memref.AllocaOp) for op in last.walk())) else None
+    copy_ins = []
+    for nest in nests[1:]:
+        if nest is remainder:
+            continue
+        for op in nest.walk():
+            if not (isinstance(op, memref.LoadOp) and op.memref is out):
+                continue
+            uses = list(op.res.uses)
+            if (len(uses) != 1 or not isinstance(uses[0].operation, memref.StoreOp) or uses[0].index != 0
+                    or not isinstance(uses[0].operation.memref.owner, memref.AllocaOp)):
+                return False
+            copy_ins.append((op, uses[0].operation))
+    if not copy_ins:
+        return False
+    for load, store in copy_ins:
+        store.operands[0] = zero
+        index_ops = [i.owner for i in load.indices if isinstance(i.owner, arith.AddiOp)]
+        load.detach()
+        load.erase()
+        for op in index_ops:  # the copy-in's own index arithmetic, now unused
+            if not op.result.uses and op.parent is not None:
+                op.detach()
+                op.erase()
+    fill.detach()
+    fill.erase()
+    return True
+
+
+def _register_tile(s: Schedule, row: str | None, col: str, cols: int, suffix: str,
+                   blocks: str | None = None) -> None:
+    """[blocks x] [rows x] cols output vectors accumulated in registers over the whole
+    reduction: ``for owo: acc = out tile; for icb, kh, kw, ic: for block, row, col
+    (unrolled): for oc (vector)``."""
     owo, owi = f"owo{suffix}", f"owi{suffix}"
     s.split(col, cols, owo, owi)
     reduction = [f"icb{suffix}", f"kh{suffix}", f"kw{suffix}", f"ic{suffix}"]
     vector = f"oc_s1{suffix}"
-    unrolled = ([row] if row else []) + [owi]
+    unrolled = ([blocks] if blocks else []) + ([row] if row else []) + [owi]
     s.reorder(owo, *reduction, *unrolled, vector)
     acc = f"acc{suffix}"
     s.cache_write("out", owo, acc)

@@ -128,10 +128,13 @@ def _loops(kernel):
 def test_grouped_schedule_tiles_within_group():
     kernel = scheduled_kernel(conv_src((1, 136, 14, 14), (136, 34, 1, 1), pad=(0, 0, 0, 0), groups=4))
     loops = _loops(kernel)
-    # 34 channels per group padded to 40: 5 tiles of 8; P = 196 (x read in place): 12 column
-    # tiles in parallel over groups x tiles, then a serial nest of 4-column tail tiles
+    # 34 channels per group padded to 40: 5 tiles of 8; P = 196 (x read in place): parallel
+    # over groups x channel tiles, each running its 12 column tiles, its 4-column tail tile
+    # and the copy-out of its channels (defaults_conv_grouped.BLOCK_MAJOR_MIN_ITERATIONS)
     par = [l for l in loops.values() if l.loop_kind == "parallel"]
-    assert [loop_name(l) for l in par] == ["g_po"] and par[0].trip_count == 4 * 12
+    assert [loop_name(l) for l in par] == ["g_oco"] and par[0].trip_count == 4 * 5
+    assert loops["po"].trip_count == 12 and "out_n" not in loops
+    assert all(loops[name] in par[0].walk() for name in ("po_t", "out_ci"))
     assert loops["oci"].loop_kind == "unrolled" and loops["oci"].trip_count == 8
     assert loops["pi"].loop_kind == "vectorized" and loops["pi"].trip_count == 16
     assert loops["oci_t"].loop_kind == "unrolled" and loops["pi_t"].trip_count == 4

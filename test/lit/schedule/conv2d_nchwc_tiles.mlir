@@ -1,0 +1,38 @@
+// The blocked conv's default schedule (lowering/schedule/defaults_nchwc.py):
+// narrow rows (7 wide) take 7 columns x 2 output-channel blocks per register tile
+// (ocbi unrolled inside the reduction), the parallel loop takes the rows too when the
+// channel blocks are few, and the tile starts from zeros: no zero-fill nest of `out`
+// before the parallel loop, no copy-in load of `out`.
+// RUN: dlc-opt %s -p lower-to-loops,tloop-default-schedule | filecheck %s
+// Wide rows (14), 8 channel blocks: one block per tile, (n, ocb) parallel, no fill either.
+// RUN: dlc-opt %s -p lower-to-loops,tloop-default-schedule | filecheck %s --check-prefix=WIDE
+
+func.func @narrow(%x: tensor<1x1x7x7x16xf32>, %w: tensor<2x1x1x1x16x16xf32>) -> tensor<1x2x7x7x16xf32> {
+  %y = graph.conv2d_nchwc %x, %w : (tensor<1x1x7x7x16xf32>, tensor<2x1x1x1x16x16xf32>) -> tensor<1x2x7x7x16xf32>
+  func.return %y : tensor<1x2x7x7x16xf32>
+}
+// CHECK-LABEL: func.func @narrow_0_conv2d_nchwc
+// CHECK-NEXT:    %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NOT:     memref.store %[[ZERO]], %out
+// CHECK:         tloop.for %ocbo_oh_s1 = 0 to 7 parallel {
+// CHECK-NEXT:      %acc = memref.alloca() : memref<1x2x1x7x16xf32>
+// CHECK:           tloop.for %acc_d4 = 0 to 16 vectorized {
+// CHECK-NOT:         memref.load
+// CHECK:             memref.store %[[ZERO]], %acc
+// CHECK-NOT:       memref.load %out
+// CHECK:           tloop.for %ic = 0 to 16 {
+// CHECK-NEXT:        tloop.for %ocbi = 0 to 2 unrolled {
+// CHECK-NEXT:          tloop.for %owi = 0 to 7 unrolled {
+// CHECK-NEXT:            tloop.for %oc_s1 = 0 to 16 vectorized {
+// CHECK:           memref.store %{{.*}}, %out
+
+func.func @wide(%x: tensor<1x1x3x14x16xf32>, %w: tensor<8x1x1x1x16x16xf32>) -> tensor<1x8x3x14x16xf32> {
+  %y = graph.conv2d_nchwc %x, %w : (tensor<1x1x3x14x16xf32>, tensor<8x1x1x1x16x16xf32>) -> tensor<1x8x3x14x16xf32>
+  func.return %y : tensor<1x8x3x14x16xf32>
+}
+// WIDE-LABEL: func.func @wide_0_conv2d_nchwc
+// WIDE-NOT:     memref.store %{{.*}}, %out
+// WIDE:         tloop.for %n_s1_ocb_s1 = 0 to 8 parallel {
+// WIDE-NEXT:      %acc = memref.alloca() : memref<1x1x1x14x16xf32>
+// WIDE-NOT:       ocbi
+// WIDE:           tloop.for %owi = 0 to 14 unrolled {
