@@ -73,7 +73,8 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.dialects import tloop
-from dlc.tools.diagnostics import OpError
+from dlc.diagnostics import OpError
+from dlc.registry import Registry
 
 PTR = llvm.LLVMPointerType()
 NUM_THREADS_GLOBAL = "dlc_num_threads"
@@ -334,7 +335,7 @@ class _FunctionLowering:
         return []
 
     def lower_op(self, op: Operation) -> None:
-        handler = _HANDLERS.get(op.name)
+        handler = _HANDLERS.lookup(op.name)
         if handler is None:
             raise self.fail(op)
         try:
@@ -519,16 +520,8 @@ def _live_ins(op: Operation) -> list[SSAValue]:
 # ---------------------------------------------------------------------------
 
 Handler = Callable[[_FunctionLowering, Operation], SSAValue | None]
-_HANDLERS: dict[str, Handler] = {}
-
-
-def _handles(*names: str):
-    def register(fn: Handler) -> Handler:
-        for name in names:
-            _HANDLERS[name] = fn
-        return fn
-
-    return register
+_HANDLERS: Registry[Handler] = Registry("lower-to-llvm handler")
+_handles = _HANDLERS.register
 
 
 @_handles("arith.constant")

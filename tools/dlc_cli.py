@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from dlc.tools.diagnostics import DiagnosticError, parse_module, read_text, run_tool, verify_module
+from dlc.diagnostics import DiagnosticError, parse_module, read_text, run_tool, verify_module
 from dlc.tools.dlc_opt import ArgumentParser, load_weights, print_timings
 
 TOOL = "dlc"

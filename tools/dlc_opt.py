@@ -4,7 +4,7 @@
 
 Built on xDSL's Parser/Printer, ModulePass and pipeline syntax
 (``xdsl.utils.arg_spec.parse_pipeline``); not on ``xDSLOptMain``, whose error
-reporting prints Python tracebacks (see tools/diagnostics.py). Passes come from
+reporting prints Python tracebacks (see diagnostics.py). Passes come from
 ``dlc.passes.available_passes()``. Run ``dlc-opt --help`` for the flags.
 """
 
@@ -24,7 +24,7 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import parse_pipeline
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException
 
-from dlc.tools.diagnostics import (
+from dlc.diagnostics import (
     DiagnosticError,
     OpError,
     error_at_op,

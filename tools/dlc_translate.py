@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.utils.exceptions import DiagnosticException
 
-from dlc.tools.diagnostics import (
+from dlc.diagnostics import (
     DiagnosticError,
     OpError,
     error_at_op,

@@ -44,7 +44,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import GraphOp, dense_from_numpy, numpy_dtype
-from dlc.tools.diagnostics import op_error
+from dlc.diagnostics import op_error
 
 
 class _Builder:

@@ -41,8 +41,8 @@ from xdsl.pattern_rewriter import (
 
 from dlc.dialects.graph import ConstantOp, WeightOp
 from dlc.dialects.graph_base import GraphOp, numpy_dtype
-from dlc.tools.diagnostics import op_error
-from dlc.transforms.diagnostics import describe_op
+from dlc.diagnostics import op_error
+from dlc.diagnostics import describe_op
 from dlc.weights import WeightStore, store_of
 
 _CONSTANT_OPS = (ConstantOp, WeightOp)

@@ -56,8 +56,8 @@ from xdsl.utils.exceptions import PassFailedException
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import GraphOp, numpy_dtype, normalize_axis
-from dlc.tools.diagnostics import op_error
-from dlc.transforms.diagnostics import describe_op
+from dlc.diagnostics import op_error
+from dlc.diagnostics import describe_op
 
 
 class _Emitter:

@@ -26,8 +26,8 @@ from xdsl.rewriter import Rewriter
 
 from dlc.dialects.graph import WeightOp
 from dlc.dialects.graph_base import GraphOp, ShapeError
-from dlc.tools.diagnostics import op_error
-from dlc.transforms.diagnostics import describe_op
+from dlc.diagnostics import op_error
+from dlc.diagnostics import describe_op
 
 
 def infer_op(op: GraphOp) -> None:

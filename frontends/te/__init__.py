@@ -144,7 +144,7 @@ def compile(source: str | ModuleOp, schedule: Callable | str | None = None,
 
 def import_te(path: str) -> ModuleOp:
     """Read a .te file and lower it (``dlc-translate --from-te``); errors name file:line:col."""
-    from dlc.tools.diagnostics import DiagnosticError, register_source
+    from dlc.diagnostics import DiagnosticError, register_source
 
     with open(path) as f:
         text = f.read()

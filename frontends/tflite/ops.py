@@ -8,23 +8,16 @@ import numpy as np
 import tflite
 
 from dlc.dialects import graph as g
+from dlc.registry import Registry
 from dlc.frontends.tflite.importer import ImportContext, OperatorInfo
 
-CONVERTERS: dict = {}
+CONVERTERS: Registry = Registry("TFLite converter")
+converts = CONVERTERS.register
 
 # tflite.ActivationFunctionType
 _NONE, _RELU, _RELU_N1_TO_1, _RELU6, _TANH = 0, 1, 2, 3, 4
 # tflite.Padding
 _SAME, _VALID = 0, 1
-
-
-def converts(*names: str):
-    def register(fn):
-        for name in names:
-            CONVERTERS[name] = fn
-        return fn
-
-    return register
 
 
 def _options(cx: ImportContext, op: OperatorInfo, cls):

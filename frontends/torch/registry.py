@@ -11,31 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-CONVERTERS: dict[str, Callable] = {}
-_LOADED = False
+from dlc.registry import Registry
 
-
-def converts(*names: str):
-    def register(fn: Callable) -> Callable:
-        for name in names:
-            CONVERTERS[name] = fn
-        return fn
-
-    return register
-
-
-def _load_all() -> None:
-    global _LOADED
-    if not _LOADED:
-        _LOADED = True
-        from dlc.frontends.torch import ops_math, ops_nn, ops_shape  # noqa: F401  (registration)
-
-
-def lookup(name: str) -> Callable | None:
-    _load_all()
-    return CONVERTERS.get(name)
-
-
-def supported_ops() -> list[str]:
-    _load_all()
-    return sorted(CONVERTERS)
+CONVERTERS: Registry[Callable] = Registry(
+    "torch converter",
+    modules=[f"dlc.frontends.torch.{name}" for name in ("ops_math", "ops_nn", "ops_shape")],
+)
+converts = CONVERTERS.register
+lookup = CONVERTERS.lookup
+supported_ops = CONVERTERS.names

@@ -20,7 +20,7 @@ def run_primitive(module: ModuleOp, kernel: str, apply: Callable[[Schedule], obj
 
 def as_pass_error(err: ScheduleError) -> Exception:
     if err.op is not None and err.op.parent is not None:
-        from dlc.tools.diagnostics import op_error
+        from dlc.diagnostics import op_error
 
         return op_error(err.op, str(err))
     return PassFailedException(str(err))

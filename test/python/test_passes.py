@@ -13,7 +13,7 @@ from dlc.context import make_context
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import tensor_type, tensor_type_of
 from dlc.evaluator import evaluate
-from dlc.tools.diagnostics import OpError
+from dlc.diagnostics import OpError
 from dlc.transforms.fold_constant import FoldConstantPass
 from dlc.transforms.shape_infer import ShapeInferPass
 from dlc.weights import WeightStore, attach, store_of

@@ -89,7 +89,7 @@ def test_compile_and_lower_raise_te_errors():
 
 
 def test_import_te_names_the_file(tmp_path):
-    from dlc.tools.diagnostics import DiagnosticError
+    from dlc.diagnostics import DiagnosticError
 
     path = tmp_path / "bad.te"
     path.write_text("input A: f32[3]\nC[i] = A[i] * q\n")

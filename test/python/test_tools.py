@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from dlc.tools import dlc_cli, dlc_opt, dlc_translate
-from dlc.tools.diagnostics import DiagnosticError, op_error
+from dlc.diagnostics import DiagnosticError, op_error
 from dlc.tools.printing import ELIDED, module_to_str
 
 ADD = """\

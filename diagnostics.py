@@ -1,7 +1,8 @@
 """User-facing errors of dlc's tools: one line `file:line:col: error: msg`,
 the offending source line and a caret, exit status 1, never a traceback.
 
-Shared by dlc-opt, dlc-translate and dlc. What lives here:
+The core layer of diagnostics, below every pass and tool (dlc-opt,
+dlc-translate, dlc and the passes raise and print through it). What lives here:
 
 * :class:`DiagnosticError` -- the one exception a tool prints and exits 1 on;
 * :class:`LocatingParser` -- xDSL's ``Parser``, plus a ``FileLineColLoc`` set
@@ -11,6 +12,7 @@ Shared by dlc-opt, dlc-translate and dlc. What lives here:
 * :func:`parse_module`, :func:`verify_module` -- parse / verify turning xDSL's
   exceptions into located :class:`DiagnosticError`\\ s;
 * :func:`op_error` -- what a pass raises to fail at an op;
+* :func:`describe_op` -- an op named as a reader finds it in printed IR;
 * :func:`run_tool` -- the ``main`` wrapper: prints diagnostics, turns any other
   exception into one ``internal error`` line (``DLC_TRACEBACK=1`` shows it).
 
@@ -356,3 +358,23 @@ def write_atomically(path: str, data: str | bytes) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise DiagnosticError(f"cannot write '{path}': {err.strerror or err}") from None
+
+
+def describe_op(op: Operation) -> str:
+    """Name an op in a pass's one-line error as a reader finds it in the printed
+    IR (ops built in Python carry no source location): its name, its result's
+    SSA name when it has one, and its position in the enclosing function, e.g.
+    ``'graph.add' %sum (op #3 of @main)``."""
+    from xdsl.dialects import func
+
+    text = f"'{op.name}'"
+    hint = op.results[0].name_hint if op.results else None
+    if hint:
+        text += f" %{hint}"
+    fn = op.parent_op()
+    while fn is not None and not isinstance(fn, func.FuncOp):
+        fn = fn.parent_op()
+    if fn is None:
+        return text
+    index = next((i for i, o in enumerate(fn.body.walk()) if o is op), None)
+    return text + f" (op #{index} of @{fn.sym_name.data})"
