@@ -248,6 +248,19 @@ def _fma(a, b, c):
     return ctor(near)
 
 
+def _pow(a, b):
+    """C's pow (libm, as llvm.pow calls it): numpy's power gives NaN where C99
+    Annex F defines a value (pow(-inf, 0.5) is +inf), so those go to math.pow."""
+    ctor = type(a)
+    result = np.power(np.float64(a), np.float64(b))
+    if result != result and a == a and b == b:
+        try:
+            result = math.pow(float(a), float(b))
+        except ValueError:  # a negative base and a non-integer exponent
+            result = math.nan
+    return ctor(result)
+
+
 def _erf(x):
     return type(x)(math.erf(float(x)))
 
@@ -281,6 +294,7 @@ HELPERS: dict[str, object] = {
     "_maximum": _maximum,
     "_minimum": _minimum,
     "_fma": _fma,
+    "_pow": _pow,
     "_erf": _erf,
     "_bitcast": _bitcast,
 }
@@ -372,6 +386,7 @@ _entries(
     math__rsqrt=lambda s: f"{s.t}(1) / np.sqrt({s[0]})",
     math__round=lambda s: f"_round_away({s[0]})",
     math__erf=lambda s: f"_erf({s[0]})",
+    math__powf=lambda s: f"_pow({s[0]}, {s[1]})",
     math__fma=lambda s: f"_fma({s[0]}, {s[1]}, {s[2]})",
     # casts
     arith__sitofp=lambda s: f"_i2f({'-' if s.sw == 1 else ''}{s[0]}, {s.t})",
@@ -391,7 +406,7 @@ _entries(
 )
 _ufuncs(
     arith__remf="np.fmod", arith__maxnumf="np.fmax", arith__minnumf="np.fmin",
-    math__copysign="np.copysign", math__powf="np.power", math__atan2="np.arctan2",
+    math__copysign="np.copysign", math__atan2="np.arctan2",
     math__exp="np.exp", math__exp2="np.exp2", math__expm1="np.expm1",
     math__log="np.log", math__log2="np.log2", math__log10="np.log10", math__log1p="np.log1p",
     math__sqrt="np.sqrt", math__cbrt="np.cbrt", math__absf="np.abs",
