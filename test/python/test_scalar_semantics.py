@@ -27,7 +27,7 @@ from xdsl.parser import Parser
 from dlc.context import make_context
 from dlc.driver import compile
 from dlc.lowering.interp import LoopProgram
-from dlc.lowering.lower_to_llvm import _HANDLERS
+from dlc.lowering.to_llvm.function import HANDLERS
 from dlc.lowering.scalar_semantics import TABLE
 from elementwise_ir import elementwise_module
 
@@ -222,7 +222,7 @@ def test_table_matches_llvm_lowering(group):
 
 
 def test_every_scalar_op_lowered_to_llvm_is_in_the_table():
-    lowered = {name for name in _HANDLERS if name.split(".")[0] in ("arith", "math")} - {"arith.constant"}
+    lowered = {name for name in HANDLERS if name.split(".")[0] in ("arith", "math")} - {"arith.constant"}
     assert sorted(lowered - set(TABLE)) == []
     assert sorted(set(TABLE) - lowered) == []
 
