@@ -145,8 +145,7 @@ def _lower_function(state: ModuleState, fn: func.FuncOp, may_alias: bool = False
     if fn.body.blocks:
         if len(fn.body.blocks) > 1:
             raise LoweringError(fn, f"@{name} has several blocks; expected structured loops")
-        for old, new in zip(fn.body.block.args, body.block.args):
-            lo.values[old] = new
+        lo.bind(fn.body.block.args, body.block.args)
         lo.lower_ops(fn.body.block)
     else:
         body = Region()

@@ -42,16 +42,10 @@ from fractions import Fraction
 
 import numpy as np
 from xdsl.dialects import arith
-from xdsl.dialects.builtin import (
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    FloatAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-)
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Operation
+
+from dlc.dialects.graph_base import is_float, numpy_dtype
 
 
 class ScalarError(Exception):
@@ -60,15 +54,11 @@ class ScalarError(Exception):
 
 # -- types -------------------------------------------------------------------------
 
-_FLOAT_TYPES = {Float16Type: np.float16, Float32Type: np.float32, Float64Type: np.float64}
-
-
 def float_type(t: Attribute) -> type:
-    """The numpy scalar type of a float type."""
-    for cls, np_type in _FLOAT_TYPES.items():
-        if isinstance(t, cls):
-            return np_type
-    raise ScalarError(f"unsupported float type {t}")
+    """The numpy scalar type of an f16/f32/f64 type."""
+    if not is_float(t):
+        raise ScalarError(f"unsupported float type {t}")
+    return numpy_dtype(t).type
 
 
 def float_ctor(t: Attribute) -> str:
@@ -87,9 +77,9 @@ def int_width(t: Attribute) -> int | None:
 
 def storage_dtype(t: Attribute) -> np.dtype:
     """The numpy dtype buffers of element type ``t`` are stored in (i1 as bool)."""
-    if isinstance(t, (Float16Type, Float32Type, Float64Type)):
-        return np.dtype(float_type(t))
-    if isinstance(t, IntegerType):
+    if is_float(t):
+        return numpy_dtype(t)
+    if isinstance(t, IntegerType):  # signless: held signed, whatever the signedness
         w = t.width.data
         return np.dtype(np.bool_) if w == 1 else np.dtype(f"i{w // 8}")
     if isinstance(t, IndexType):
@@ -339,55 +329,55 @@ Entry = Callable[[Operands], str]
 TABLE: dict[str, Entry] = {}
 
 
+def _infix(symbol: str) -> Entry:
+    """``a <symbol> b``, wrapped for integer results (floats round by their numpy type)."""
+    return lambda s: s.wrap(f"{s[0]} {symbol} {s[1]}")
+
+
+def _call(fn: str, unsigned: bool = False) -> Entry:
+    """``fn(a, b)`` wrapped to the result's width; ``unsigned``: on the unsigned operands."""
+    return lambda s: s.wrap(f"{fn}({s.u(0)}, {s.u(1)})" if unsigned else f"{fn}({s[0]}, {s[1]})")
+
+
+def _bits(fn: str) -> Entry:
+    """``fn(operands..., width)``: shifts and bit counts, which need the width."""
+    return lambda s: f"{fn}({', '.join(s.args)}, {s.sw})"
+
+
+def _plain(fn: str) -> Entry:
+    """``fn(operands...)`` with no wrapping (floats, or results that stay in range)."""
+    return lambda s: s.call(fn)
+
+
 def _entries(**by_name: Entry) -> None:
     for name, entry in by_name.items():
         TABLE[name.replace("__", ".")] = entry
 
 
 def _ufuncs(**by_name: str) -> None:
-    for name, fn in by_name.items():
-        TABLE[name.replace("__", ".")] = lambda s, fn=fn: s.call(fn)
+    _entries(**{name: _plain(fn) for name, fn in by_name.items()})
 
 
 _entries(
     # integers (signless; results wrapped to their width)
-    arith__addi=lambda s: s.wrap(f"{s[0]} + {s[1]}"),
-    arith__subi=lambda s: s.wrap(f"{s[0]} - {s[1]}"),
-    arith__muli=lambda s: s.wrap(f"{s[0]} * {s[1]}"),
-    arith__divsi=lambda s: s.wrap(f"_cdiv({s[0]}, {s[1]})"),
-    arith__remsi=lambda s: s.wrap(f"_crem({s[0]}, {s[1]})"),
-    arith__floordivsi=lambda s: s.wrap(f"_floordiv({s[0]}, {s[1]})"),
-    arith__ceildivsi=lambda s: s.wrap(f"_ceildiv({s[0]}, {s[1]})"),
-    arith__divui=lambda s: s.wrap(f"_cdiv({s.u(0)}, {s.u(1)})"),
-    arith__remui=lambda s: s.wrap(f"_crem({s.u(0)}, {s.u(1)})"),
-    arith__maxsi=lambda s: f"max({s[0]}, {s[1]})",
-    arith__minsi=lambda s: f"min({s[0]}, {s[1]})",
-    arith__maxui=lambda s: s.wrap(f"max({s.u(0)}, {s.u(1)})"),
-    arith__minui=lambda s: s.wrap(f"min({s.u(0)}, {s.u(1)})"),
-    arith__andi=lambda s: s.wrap(f"{s[0]} & {s[1]}"),
-    arith__ori=lambda s: s.wrap(f"{s[0]} | {s[1]}"),
-    arith__xori=lambda s: s.wrap(f"{s[0]} ^ {s[1]}"),
-    arith__shli=lambda s: f"_shl({s[0]}, {s[1]}, {s.sw})",
-    arith__shrsi=lambda s: f"_shrs({s[0]}, {s[1]}, {s.sw})",
-    arith__shrui=lambda s: f"_shru({s[0]}, {s[1]}, {s.sw})",
+    arith__addi=_infix("+"), arith__subi=_infix("-"), arith__muli=_infix("*"),
+    arith__andi=_infix("&"), arith__ori=_infix("|"), arith__xori=_infix("^"),
+    arith__divsi=_call("_cdiv"), arith__remsi=_call("_crem"),
+    arith__floordivsi=_call("_floordiv"), arith__ceildivsi=_call("_ceildiv"),
+    arith__divui=_call("_cdiv", unsigned=True), arith__remui=_call("_crem", unsigned=True),
+    arith__maxsi=_plain("max"), arith__minsi=_plain("min"),
+    arith__maxui=_call("max", unsigned=True), arith__minui=_call("min", unsigned=True),
+    arith__shli=_bits("_shl"), arith__shrsi=_bits("_shrs"), arith__shrui=_bits("_shru"),
+    math__ctlz=_bits("_ctlz"), math__cttz=_bits("_cttz"), math__ctpop=_bits("_ctpop"),
     math__absi=lambda s: s.wrap(f"abs({s[0]})"),
-    math__ctlz=lambda s: f"_ctlz({s[0]}, {s.sw})",
-    math__cttz=lambda s: f"_cttz({s[0]}, {s.sw})",
-    math__ctpop=lambda s: f"_ctpop({s[0]}, {s.sw})",
     arith__select=lambda s: f"({s[1]} if {s[0]} else {s[2]})",
     # floats (numpy scalars of the exact width)
-    arith__addf=lambda s: f"{s[0]} + {s[1]}",
-    arith__subf=lambda s: f"{s[0]} - {s[1]}",
-    arith__mulf=lambda s: f"{s[0]} * {s[1]}",
-    arith__divf=lambda s: f"{s[0]} / {s[1]}",
+    arith__addf=_infix("+"), arith__subf=_infix("-"), arith__mulf=_infix("*"), arith__divf=_infix("/"),
     arith__negf=lambda s: f"-{s[0]}",
-    arith__maximumf=lambda s: f"_maximum({s[0]}, {s[1]})",
-    arith__minimumf=lambda s: f"_minimum({s[0]}, {s[1]})",
+    arith__maximumf=_plain("_maximum"), arith__minimumf=_plain("_minimum"),
     math__rsqrt=lambda s: f"{s.t}(1) / np.sqrt({s[0]})",
-    math__round=lambda s: f"_round_away({s[0]})",
-    math__erf=lambda s: f"_erf({s[0]})",
-    math__powf=lambda s: f"_pow({s[0]}, {s[1]})",
-    math__fma=lambda s: f"_fma({s[0]}, {s[1]}, {s[2]})",
+    math__round=_plain("_round_away"), math__erf=_plain("_erf"), math__powf=_plain("_pow"),
+    math__fma=_plain("_fma"),
     # casts
     arith__sitofp=lambda s: f"_i2f({'-' if s.sw == 1 else ''}{s[0]}, {s.t})",
     arith__uitofp=lambda s: f"_i2f({s.u(0)}, {s.t})",

@@ -68,8 +68,7 @@ def serial_loop(lo: FunctionLowering, start: SSAValue, stop: SSAValue, step: int
     latch = llvm.BrOp(header, lo.emit(llvm.AddOp(iv, step_value)))
     latch.attributes.update(hints)
     lo.emit(latch)
-    lo.region.add_block(exit_block)
-    lo.block = exit_block
+    lo.continue_in(exit_block)
 
 
 def loop_body(lo: FunctionLowering, op: tloop.ForOp, iv: SSAValue) -> None:
@@ -181,7 +180,6 @@ def _live_ins(op: Operation) -> list[SSAValue]:
     return list(seen)
 
 
-
 @handles("tloop.for")
 def _for(lo, op):
     lower_for(lo, op)
@@ -202,10 +200,7 @@ def _if(lo, op):
         lo.block = block
         yielded = lo.lower_ops(region.block)
         lo.emit(llvm.BrOp(merge, *yielded))
-    lo.region.add_block(merge)
-    lo.block = merge
-    for result, arg in zip(op.results, merge.args):
-        lo.values[result] = arg
+    lo.continue_in(merge, op.results, merge.args)
 
 
 @handles("scf.for")
@@ -221,14 +216,10 @@ def _scf_for(lo, op):
     lo.block = header
     lo.emit(llvm.CondBrOp(lo.icmp("slt", header.args[0], upper), body_block, [], exit_block, []))
     lo.block = body_block
-    for old, new in zip(body.args, header.args):
-        lo.values[old] = new
+    lo.bind(body.args, header.args)
     yielded = lo.lower_ops(body)
     lo.emit(llvm.BrOp(header, lo.emit(llvm.AddOp(header.args[0], step)), *yielded))
-    lo.region.add_block(exit_block)
-    lo.block = exit_block
-    for result, arg in zip(op.results, header.args[1:]):
-        lo.values[result] = arg
+    lo.continue_in(exit_block, op.results, header.args[1:])
 
 
 @handles("scf.while")
@@ -239,8 +230,7 @@ def _scf_while(lo, op):
     header = lo.new_block(tuple(llvm_type(a.type) for a in before.args))
     lo.emit(llvm.BrOp(header, *(lo.v(o) for o in op.operands)))
     lo.block = header
-    for old, new in zip(before.args, header.args):
-        lo.values[old] = new
+    lo.bind(before.args, header.args)
     condition = before.last_op
     for inner in before.ops:
         if inner is not condition:
@@ -250,14 +240,10 @@ def _scf_while(lo, op):
     exit_block = Block(arg_types=tuple(llvm_type(r.type) for r in op.results))
     lo.emit(llvm.CondBrOp(lo.v(condition.operands[0]), body_block, forwarded, exit_block, forwarded))
     lo.block = body_block
-    for old, new in zip(after.args, body_block.args):
-        lo.values[old] = new
+    lo.bind(after.args, body_block.args)
     yielded = lo.lower_ops(after)
     lo.emit(llvm.BrOp(header, *yielded))
-    lo.region.add_block(exit_block)
-    lo.block = exit_block
-    for result, arg in zip(op.results, exit_block.args):
-        lo.values[result] = arg
+    lo.continue_in(exit_block, op.results, exit_block.args)
 
 
 @handles("func.call")

@@ -6,15 +6,12 @@ handler registry (:data:`HANDLERS`; the handlers live in ``scalar.py``,
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from xdsl.dialects import llvm
+from xdsl.dialects import arith, llvm
 from xdsl.dialects.builtin import (
     AnyFloat,
-    Float16Type,
-    Float32Type,
-    Float64Type,
     FloatAttr,
     IndexType,
     IntegerAttr,
@@ -28,6 +25,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
+from dlc.dialects.graph_base import is_float
 from dlc.diagnostics import OpError
 from dlc.registry import Registry
 
@@ -45,7 +43,7 @@ WORKSPACE_ACQUIRE = "dlc_workspace_acquire"
 WORKSPACE_RELEASE = "dlc_workspace_release"
 RELEASE_WORKSPACES = "dlc_release_workspaces"
 NUM_INPUTS_ATTR = "tloop.num_inputs"
-ICMP_PREDICATES = ("eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge")
+ICMP_PREDICATES = arith.CMPI_COMPARISON_OPERATIONS  # llvm.icmp numbers its predicates in this order too
 
 
 class UnsupportedError(Exception):
@@ -64,20 +62,17 @@ def llvm_type(t: Attribute, where: str = "") -> Attribute:
         return i64
     if isinstance(t, IntegerType):
         return IntegerType(t.width.data)
-    if isinstance(t, (Float16Type, Float32Type, Float64Type)):
+    if is_float(t):  # f16, f32, f64
         return t
     raise UnsupportedError(f"type {t} is not supported{where}")
 
 
 def type_suffix(t: Attribute) -> str:
+    """The type's part of an intrinsic's name (``llvm.exp.f32``)."""
     if isinstance(t, IntegerType):
         return f"i{t.width.data}"
-    if isinstance(t, Float16Type):
-        return "f16"
-    if isinstance(t, Float32Type):
-        return "f32"
-    if isinstance(t, Float64Type):
-        return "f64"
+    if is_float(t):
+        return str(t)  # f16, f32, f64
     raise UnsupportedError(f"no intrinsic for type {t}")
 
 
@@ -201,6 +196,19 @@ class FunctionLowering:
 
     def v(self, value: SSAValue) -> SSAValue:
         return self.values[value]
+
+    def bind(self, olds: Sequence[SSAValue], news: Sequence[SSAValue]) -> None:
+        """Map values of the loop IR to their lowered values."""
+        for old, new in zip(olds, news):
+            self.values[old] = new
+
+    def continue_in(self, block: Block, results: Sequence[SSAValue] = (),
+                    values: Sequence[SSAValue] = ()) -> None:
+        """Append ``block`` (e.g. a loop's exit) and lower what follows into it; the
+        ``results`` of the op just lowered are its ``values`` (block arguments)."""
+        self.region.add_block(block)
+        self.block = block
+        self.bind(results, values)
 
     # -- blocks and regions ----------------------------------------------------------
     def lower_ops(self, block: Block) -> list[SSAValue]:

@@ -56,30 +56,19 @@ _BINARY_INTRINSIC = {
     "arith.minnumf": "llvm.minnum",
     "math.copysign": "llvm.copysign",
 }
-_FLOAT_BINARY = {
-    "arith.addf": llvm.FAddOp,
-    "arith.subf": llvm.FSubOp,
-    "arith.mulf": llvm.FMulOp,
-    "arith.divf": llvm.FDivOp,
-    "arith.remf": llvm.FRemOp,
-}
-_INT_BINARY = {
-    "arith.addi": llvm.AddOp,
-    "arith.subi": llvm.SubOp,
-    "arith.muli": llvm.MulOp,
-    "arith.divsi": llvm.SDivOp,
-    "arith.divui": llvm.UDivOp,
-    "arith.remsi": llvm.SRemOp,
-    "arith.remui": llvm.URemOp,
-    "arith.andi": llvm.AndOp,
-    "arith.ori": llvm.OrOp,
-    "arith.xori": llvm.XOrOp,
-    "arith.shli": llvm.ShlOp,
-    "arith.shrsi": llvm.AShrOp,
-    "arith.shrui": llvm.LShrOp,
-}
-# predicate of an icmp + select pair
-_INT_MINMAX = {"arith.maxsi": "sgt", "arith.minsi": "slt", "arith.maxui": "ugt", "arith.minui": "ult"}
+# arith op -> the LLVM instruction it is (shared with the PTX emitter, backends/cuda/ptx.py)
+FLOAT_INSTRUCTIONS = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul",
+                      "arith.divf": "fdiv", "arith.remf": "frem"}
+INT_INSTRUCTIONS = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "sdiv",
+                    "arith.divui": "udiv", "arith.remsi": "srem", "arith.remui": "urem", "arith.andi": "and",
+                    "arith.ori": "or", "arith.xori": "xor", "arith.shli": "shl", "arith.shrsi": "ashr",
+                    "arith.shrui": "lshr"}
+# integer min/max: the predicate of an icmp + select pair
+INT_MINMAX_PREDICATES = {"arith.maxsi": "sgt", "arith.minsi": "slt", "arith.maxui": "ugt", "arith.minui": "ult"}
+
+_LLVM_OPS = {op.name: op for op in llvm.LLVM.operations}
+_FLOAT_BINARY = {name: _LLVM_OPS[f"llvm.{instruction}"] for name, instruction in FLOAT_INSTRUCTIONS.items()}
+_INT_BINARY = {name: _LLVM_OPS[f"llvm.{instruction}"] for name, instruction in INT_INSTRUCTIONS.items()}
 
 
 @handles("arith.constant")
@@ -117,10 +106,10 @@ def _negf(lo, op):
     return lo.emit(llvm.FNegOp(lo.v(op.operands[0])))
 
 
-@handles(*_INT_MINMAX)
+@handles(*INT_MINMAX_PREDICATES)
 def _int_minmax(lo, op):
     a, b = lo.v(op.operands[0]), lo.v(op.operands[1])
-    return lo.emit(llvm.SelectOp(lo.icmp(_INT_MINMAX[op.name], a, b), a, b))
+    return lo.emit(llvm.SelectOp(lo.icmp(INT_MINMAX_PREDICATES[op.name], a, b), a, b))
 
 
 @handles("arith.cmpf")
