@@ -1,20 +1,22 @@
-"""Slow oracle executor for loop IR (the output of lower-to-loops).
+"""The loop-IR executor: a slow, exact oracle for the output of lower-to-loops.
 
 Runs a module of ``tloop.host`` / ``tloop.kernel`` functions on numpy arrays by
 translating every `func.func` into Python source (nested ``for`` loops over
 numpy scalars) and ``exec``-ing it. Tests use it to check kernels and host
-functions before (and independently of) the LLVM backend.
+functions before (and independently of) the LLVM backend; test/python/tloop_exec.py
+calls single kernels through it.
 
 Why not xDSL's ``Interpreter``: in 0.75 it lacks most of the ops the loop-IR
 contract uses (math has only exp/sqrt/log; no divf, negf, casts, unsigned ops,
 maxsi...), and it boxes every scalar in an attribute, ~100x slower than this.
 
 Semantics: every arith/math op computes what ``lowering/scalar_semantics.py``
-says (the one table, checked against the LLVM lowering): integers are Python
-ints kept in their signed two's complement range (i1 as 0/1); floats are numpy
-scalars of the exact width, so f32 rounding matches compiled code. Every load/store is bounds
-checked and ``memref.alloc`` fills new buffers with a sentinel (NaN / 0x5A
-bytes), so a missing guard or an unwritten output shows up in tests.
+says (the one table, shared with the CUDA emulator and checked against the LLVM
+lowering): integers are Python ints kept in their signed two's complement range
+(i1 as 0/1); floats are numpy scalars of the exact width, so f32 rounding
+matches compiled code. Every load/store is bounds checked and ``memref.alloc``
+fills new buffers with a sentinel (NaN / 0x5A bytes), so a missing guard or an
+unwritten output shows up in tests.
 """
 
 from __future__ import annotations

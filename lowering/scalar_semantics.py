@@ -29,7 +29,8 @@ Semantics that are not obvious (each as the LLVM lowering produces it):
 * ``maximumf``/``minimumf`` propagate NaN and order -0.0 below +0.0
   (``llvm.maximum``); ``maxnumf``/``minnumf`` return the non-NaN operand
   (``llvm.maxnum``; the sign of a zero result is unspecified).
-* ``math.round`` rounds half away from zero, ``math.roundeven`` half to even;
+* ``math.powf`` is C's ``pow`` (``pow(-inf, 0.5)`` is +inf, where numpy says NaN);
+  ``math.round`` rounds half away from zero, ``math.roundeven`` half to even;
   ``math.fma`` rounds once; ``math.rsqrt`` is ``1 / sqrt(x)`` (two roundings).
 * f16 math runs in f32 and rounds back (libm has no half functions).
 """

@@ -173,7 +173,18 @@ def float_groups(t: str) -> list[Group]:
     ]
 
 
-GROUPS = {g.name: g for t in ("i8", "i32", "i64") for g in int_groups(t)}
+def bool_groups() -> list[Group]:
+    """i1 operands: the casts read true as 1 (zero-extended) or -1 (sitofp)."""
+    casts = [(op, f"{{r}} = {op} {{a}} : i1 to {t}", t)
+             for op, t in (("arith.extsi", "i32"), ("arith.extui", "i32"), ("arith.sitofp", "f32"),
+                           ("arith.uitofp", "f32"), ("arith.extsi", "i8"))]
+    casts += [(op, f"{{r}} = {op} {{a}}, {{b}} : i1", "i1")
+              for op in ("arith.andi", "arith.ori", "arith.xori", "arith.addi", "arith.muli")]
+    return [Group("i1-casts", [("i1", [False, True, False, True]), ("i1", [False, False, True, True])], casts)]
+
+
+GROUPS = {g.name: g for g in bool_groups()}
+GROUPS |= {g.name: g for t in ("i8", "i32", "i64") for g in int_groups(t)}
 GROUPS |= {g.name: g for t in ("f16", "f32", "f64") for g in float_groups(t)}
 
 
