@@ -1,126 +1,42 @@
-"""Slow oracle executor for loop IR (the output of lower-to-loops).
+"""The loop-IR executor: a slow, exact oracle for the output of lower-to-loops.
 
 Runs a module of ``tloop.host`` / ``tloop.kernel`` functions on numpy arrays by
 translating every `func.func` into Python source (nested ``for`` loops over
 numpy scalars) and ``exec``-ing it. Tests use it to check kernels and host
-functions before (and independently of) the LLVM backend.
+functions before (and independently of) the LLVM backend; test/python/tloop_exec.py
+calls single kernels through it.
 
 Why not xDSL's ``Interpreter``: in 0.75 it lacks most of the ops the loop-IR
 contract uses (math has only exp/sqrt/log; no divf, negf, casts, unsigned ops,
 maxsi...), and it boxes every scalar in an attribute, ~100x slower than this.
 
-Semantics: integers are Python ints kept in their signed two's complement range
-(i1 as 0/1) and wrapped after every op; floats are numpy scalars of the exact
-width, so f32 rounding matches compiled code. Every load/store is bounds
-checked and ``memref.alloc`` fills new buffers with a sentinel (NaN / 0x5A
-bytes), so a missing guard or an unwritten output shows up in tests.
+Semantics: every arith/math op computes what ``lowering/scalar_semantics.py``
+says (the one table, shared with the CUDA emulator and checked against the LLVM
+lowering): integers are Python ints kept in their signed two's complement range
+(i1 as 0/1); floats are numpy scalars of the exact width, so f32 rounding
+matches compiled code. Every load/store is bounds checked and ``memref.alloc``
+fills new buffers with a sentinel (NaN / 0x5A bytes), so a missing guard or an
+unwritten output shows up in tests.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
-from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects import math as xmath
-from xdsl.dialects.builtin import (
-    Float16Type,
-    Float32Type,
-    Float64Type,
-    FloatAttr,
-    IndexType,
-    IntegerAttr,
-    IntegerType,
-    MemRefType,
-    ModuleOp,
-)
-from xdsl.ir import Attribute, Block, Operation, SSAValue
+from xdsl.dialects import func, memref, scf
+from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.dialects import tloop
+from dlc.lowering.scalar_semantics import HELPERS, ScalarError, expression, storage_dtype
 
 
-class InterpError(Exception):
+class InterpError(ScalarError):
     """The loop IR cannot be run (unsupported op, bad input, out-of-bounds access)."""
 
 
-_FLOAT_NP = {Float16Type: "np.float16", Float32Type: "np.float32", Float64Type: "np.float64"}
-
-
-def _float_ctor(t: Attribute) -> str:
-    for cls, name in _FLOAT_NP.items():
-        if isinstance(t, cls):
-            return name
-    raise InterpError(f"unsupported float type {t}")
-
-
-def storage_dtype(t: Attribute) -> np.dtype:
-    if isinstance(t, Float16Type):
-        return np.dtype(np.float16)
-    if isinstance(t, Float32Type):
-        return np.dtype(np.float32)
-    if isinstance(t, Float64Type):
-        return np.dtype(np.float64)
-    if isinstance(t, IntegerType):
-        w = t.width.data
-        return np.dtype(np.bool_) if w == 1 else np.dtype(f"i{w // 8}")
-    if isinstance(t, IndexType):
-        return np.dtype(np.int64)
-    raise InterpError(f"unsupported element type {t}")
-
-
-# -- runtime helpers available to generated code ---------------------------------
-
-
-def _wrap(x: int, w: int) -> int:
-    if w == 1:
-        return x & 1
-    half = 1 << (w - 1)
-    return ((x + half) & ((1 << w) - 1)) - half
-
-
-def _u(x: int, w: int) -> int:
-    return x & ((1 << w) - 1)
-
-
-def _cdiv(a: int, b: int) -> int:
-    if b == 0:
-        raise InterpError("integer division by zero")
-    q = abs(a) // abs(b)
-    return -q if (a < 0) != (b < 0) else q
-
-
-def _crem(a: int, b: int) -> int:
-    return a - b * _cdiv(a, b)
-
-
-def _fptoi(x, w: int) -> int:
-    if not np.isfinite(x):
-        return 0
-    return _wrap(int(np.trunc(x)), w)
-
-
-def _round_away(x):
-    return type(x)(np.sign(x) * np.floor(np.abs(x) + type(x)(0.5)))
-
-
-def _erf(x):
-    return type(x)(math.erf(float(x)))
-
-
-_HELPERS = {
-    "inf": math.inf,
-    "nan": math.nan,
-    "np": np,
-    "math": math,
-    "_wrap": _wrap,
-    "_u": _u,
-    "_cdiv": _cdiv,
-    "_crem": _crem,
-    "_fptoi": _fptoi,
-    "_round_away": _round_away,
-    "_erf": _erf,
-}
+_HELPERS = dict(HELPERS)
 
 
 def _alloc(shape, dtype):
@@ -251,110 +167,10 @@ class _FunctionWriter:
         return access
 
     def scalar(self, op: Operation, a: list[str]) -> str:
-        t = op.results[0].type if op.results else None
-        if isinstance(op, arith.ConstantOp):
-            v = op.value
-            if isinstance(v, FloatAttr):
-                return f"{_float_ctor(t)}({float(v.value.data)!r})"
-            if isinstance(v, IntegerAttr):
-                val = v.value.data
-                if isinstance(t, IntegerType):
-                    val = _wrap(val, t.width.data)
-                return repr(val)
-            raise InterpError(f"unsupported constant {v}")
-        w = t.width.data if isinstance(t, IntegerType) else None
-
-        def wrap(e: str) -> str:
-            return f"_wrap({e}, {w})" if w is not None else e
-
-        src_t = op.operands[0].type if op.operands else None
-        sw = src_t.width.data if isinstance(src_t, IntegerType) else 64
-        simple = {
-            arith.AddiOp: lambda: wrap(f"{a[0]} + {a[1]}"),
-            arith.SubiOp: lambda: wrap(f"{a[0]} - {a[1]}"),
-            arith.MuliOp: lambda: wrap(f"{a[0]} * {a[1]}"),
-            arith.DivSIOp: lambda: wrap(f"_cdiv({a[0]}, {a[1]})"),
-            arith.RemSIOp: lambda: wrap(f"_crem({a[0]}, {a[1]})"),
-            arith.DivUIOp: lambda: wrap(f"_cdiv(_u({a[0]}, {sw}), _u({a[1]}, {sw}))"),
-            arith.RemUIOp: lambda: wrap(f"_crem(_u({a[0]}, {sw}), _u({a[1]}, {sw}))"),
-            arith.MaxSIOp: lambda: f"max({a[0]}, {a[1]})",
-            arith.MinSIOp: lambda: f"min({a[0]}, {a[1]})",
-            arith.MaxUIOp: lambda: wrap(f"max(_u({a[0]}, {sw}), _u({a[1]}, {sw}))"),
-            arith.MinUIOp: lambda: wrap(f"min(_u({a[0]}, {sw}), _u({a[1]}, {sw}))"),
-            arith.AndIOp: lambda: wrap(f"{a[0]} & {a[1]}"),
-            arith.OrIOp: lambda: wrap(f"{a[0]} | {a[1]}"),
-            arith.XOrIOp: lambda: wrap(f"{a[0]} ^ {a[1]}"),
-            arith.SelectOp: lambda: f"({a[1]} if {a[0]} else {a[2]})",
-            arith.AddfOp: lambda: f"{a[0]} + {a[1]}",
-            arith.SubfOp: lambda: f"{a[0]} - {a[1]}",
-            arith.MulfOp: lambda: f"{a[0]} * {a[1]}",
-            arith.DivfOp: lambda: f"{a[0]} / {a[1]}",
-            arith.NegfOp: lambda: f"-{a[0]}",
-            arith.MaximumfOp: lambda: f"np.maximum({a[0]}, {a[1]})",
-            arith.MinimumfOp: lambda: f"np.minimum({a[0]}, {a[1]})",
-            xmath.ExpOp: lambda: f"np.exp({a[0]})",
-            xmath.LogOp: lambda: f"np.log({a[0]})",
-            xmath.SqrtOp: lambda: f"np.sqrt({a[0]})",
-            xmath.RsqrtOp: lambda: f"{_float_ctor(t)}(1) / np.sqrt({a[0]})",
-            xmath.TanhOp: lambda: f"np.tanh({a[0]})",
-            xmath.ErfOp: lambda: f"_erf({a[0]})",
-            xmath.FloorOp: lambda: f"np.floor({a[0]})",
-            xmath.CeilOp: lambda: f"np.ceil({a[0]})",
-            xmath.TruncOp: lambda: f"np.trunc({a[0]})",
-            xmath.RoundEvenOp: lambda: f"np.round({a[0]})",
-            xmath.RoundOp: lambda: f"_round_away({a[0]})",
-            xmath.SinOp: lambda: f"np.sin({a[0]})",
-            xmath.CosOp: lambda: f"np.cos({a[0]})",
-            xmath.PowFOp: lambda: f"np.power({a[0]}, {a[1]})",
-            xmath.AbsFOp: lambda: f"np.abs({a[0]})",
-            xmath.AbsIOp: lambda: wrap(f"abs({a[0]})"),
-            xmath.FmaOp: lambda: f"{a[0]} * {a[1]} + {a[2]}",
-        }
-        if type(op) in simple:
-            return simple[type(op)]()
-        if isinstance(op, arith.CmpiOp):
-            pred = arith.CMPI_COMPARISON_OPERATIONS[op.predicate.value.data]
-            x, y = a
-            if pred[0] == "u":
-                x, y = f"_u({x}, {sw})", f"_u({y}, {sw})"
-            pyop = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-            return f"int({x} {pyop[pred[-2:] if pred not in ('eq', 'ne') else pred]} {y})"
-        if isinstance(op, arith.CmpfOp):
-            pred = arith.CMPF_COMPARISON_OPERATIONS[op.predicate.value.data]
-            x, y = a
-            ordered = {"oeq": "==", "ogt": ">", "oge": ">=", "olt": "<", "ole": "<=", "one": "!="}
-            if pred in ordered:
-                if pred == "one":
-                    return f"int({x} == {x} and {y} == {y} and {x} != {y})"
-                return f"int({x} {ordered[pred]} {y})"
-            if pred == "une":
-                return f"int(not ({x} == {y}))"
-            if pred == "uno":
-                return f"int({x} != {x} or {y} != {y})"
-            if pred == "ord":
-                return f"int({x} == {x} and {y} == {y})"
-            unordered = {"ueq": "==", "ugt": ">", "uge": ">=", "ult": "<", "ule": "<="}
-            return f"int({x} != {x} or {y} != {y} or {x} {unordered[pred]} {y})"
-        if isinstance(op, arith.IndexCastOp):
-            if isinstance(t, IndexType):
-                return a[0]
-            return wrap(a[0])
-        if isinstance(op, arith.SIToFPOp):
-            src = a[0] if sw != 1 else f"(-{a[0]})"
-            return f"{_float_ctor(t)}({src})"
-        if isinstance(op, arith.UIToFPOp):
-            return f"{_float_ctor(t)}(_u({a[0]}, {sw}))"
-        if isinstance(op, (arith.FPToSIOp, arith.FPToUIOp)):
-            return f"_fptoi({a[0]}, {w})"
-        if isinstance(op, (arith.ExtFOp, arith.TruncFOp)):
-            return f"{_float_ctor(t)}({a[0]})"
-        if isinstance(op, arith.ExtSIOp):
-            return f"(-{a[0]})" if sw == 1 else a[0]
-        if isinstance(op, arith.ExtUIOp):
-            return f"_u({a[0]}, {sw})"
-        if isinstance(op, arith.TruncIOp):
-            return wrap(a[0])
-        raise InterpError(f"interp: unsupported op '{op.name}'")
+        try:
+            return expression(op, a)
+        except ScalarError as err:
+            raise InterpError(f"interp: {err}") from None
 
 
 def _py_name(symbol: str) -> str:
@@ -389,8 +205,14 @@ class LoopProgram:
         exec(compile(code, "<loop-ir>", "exec"), self.namespace)
 
     def call(self, name: str, buffers: Sequence[np.ndarray]) -> None:
-        with np.errstate(all="ignore"):
-            self.namespace[_py_name(name)](*buffers)
+        """Run function ``@name`` on ``buffers`` (its arguments, written in place)."""
+        try:
+            with np.errstate(all="ignore"):
+                self.namespace[_py_name(name)](*buffers)
+        except InterpError:
+            raise
+        except ScalarError as err:  # e.g. an integer division by zero
+            raise InterpError(f"@{name}: {err}") from None
 
     def run(self, inputs: Sequence[np.ndarray], entry: str | None = None) -> list[np.ndarray]:
         """Run host function ``entry`` (default @main or the only host) on

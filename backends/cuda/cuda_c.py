@@ -34,9 +34,8 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from dlc.dialects.tloop import ForOp, WeightOp, YieldOp
 
-CMPI = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
-CMPF = ["false", "oeq", "ogt", "oge", "olt", "ole", "one", "ord",
-        "ueq", "ugt", "uge", "ult", "ule", "une", "uno", "true"]
+CMPI = arith.CMPI_COMPARISON_OPERATIONS  # predicate names by number
+CMPF = arith.CMPF_COMPARISON_OPERATIONS
 C_OPS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 BINARY = {
     "arith.addf": "+", "arith.subf": "-", "arith.mulf": "*", "arith.divf": "/",

@@ -7,61 +7,28 @@ thread writes an element that another thread of the block reads or writes), so
 a missing barrier or a wrong thread mapping fails the test even though the
 threads run one after another. It is never an execution path of compiled code:
 `build` runs the real CUDA program; this exists because CI machines have no GPU.
-Use small shapes (it interprets every op of every thread).
+Use small shapes (it interprets every op of every thread). Scalar ops compute
+what ``lowering/scalar_semantics.py`` says (the table the loop-IR executor uses,
+checked against the LLVM lowering): floats are numpy scalars of the exact width.
 """
 
 from __future__ import annotations
 
-import math as pymath
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref, scf
-from xdsl.dialects.builtin import FloatAttr, IntegerType, MemRefType, ModuleOp
-from xdsl.ir import Block, SSAValue
+from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
+from xdsl.ir import Block, Operation, SSAValue
 
-from dlc.backends.cuda.cuda_c import CMPF, CMPI, is_shared, strides_of
+from dlc.backends.cuda.cuda_c import is_shared, strides_of
 from dlc.dialects.graph_base import numpy_dtype
 from dlc.dialects.tloop import ForOp, WeightOp, YieldOp
+from dlc.lowering.scalar_semantics import ScalarError, constant_value, knows, scalar_function
 
 
 class EmulationError(Exception):
     """A race, a divergent barrier or an unsupported op (one line)."""
-
-
-_FLOAT = {
-    "arith.addf": lambda a, b: a + b, "arith.subf": lambda a, b: a - b,
-    "arith.mulf": lambda a, b: a * b, "arith.divf": lambda a, b: a / b if b else pymath.copysign(pymath.inf, a) * pymath.copysign(1, b) if a else pymath.nan,
-    "arith.remf": pymath.fmod, "arith.maximumf": lambda a, b: pymath.nan if pymath.isnan(a) or pymath.isnan(b) else max(a, b),
-    "arith.minimumf": lambda a, b: pymath.nan if pymath.isnan(a) or pymath.isnan(b) else min(a, b),
-    "arith.maxnumf": max, "arith.minnumf": min,
-    "arith.addi": lambda a, b: a + b, "arith.subi": lambda a, b: a - b, "arith.muli": lambda a, b: a * b,
-    "arith.divsi": lambda a, b: int(a / b), "arith.divui": lambda a, b: a // b,
-    "arith.remsi": lambda a, b: a - int(a / b) * b, "arith.remui": lambda a, b: a % b,
-    "arith.maxsi": max, "arith.minsi": min, "arith.maxui": max, "arith.minui": min,
-    "arith.andi": lambda a, b: a & b, "arith.ori": lambda a, b: a | b, "arith.xori": lambda a, b: a ^ b,
-}
-_UNARY = {
-    "arith.negf": lambda a: -a, "math.exp": lambda a: pymath.exp(min(a, 700.0)), "math.log": lambda a: pymath.log(a) if a > 0 else (-pymath.inf if a == 0 else pymath.nan),
-    "math.sqrt": lambda a: pymath.sqrt(a) if a >= 0 else pymath.nan, "math.rsqrt": lambda a: 1 / pymath.sqrt(a),
-    "math.tanh": pymath.tanh, "math.erf": pymath.erf, "math.floor": pymath.floor, "math.ceil": pymath.ceil,
-    "math.roundeven": lambda a: float(np.rint(a)), "math.round": lambda a: float(np.sign(a) * np.floor(abs(a) + 0.5)),
-    "math.sin": pymath.sin, "math.cos": pymath.cos, "math.absf": abs, "math.absi": abs,
-    "math.exp2": lambda a: 2.0 ** a, "math.log2": pymath.log2,
-    "math.acos": lambda a: pymath.acos(a) if -1 <= a <= 1 else pymath.nan,
-    "math.asin": lambda a: pymath.asin(a) if -1 <= a <= 1 else pymath.nan,
-    "math.atan": pymath.atan,
-}
-_CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
-        "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
-
-
-def _wrap(value, width: int) -> int:
-    """A Python int as the machine sees an iN: two's complement, i1 as 0/1 (like a loaded bool)."""
-    value = int(value) & ((1 << width) - 1)
-    if width > 1 and value >= 1 << (width - 1):
-        value -= 1 << width
-    return value
 
 
 class _Buffer:
@@ -103,9 +70,19 @@ class _Phase:
 
 class _Thread:
     def __init__(self, kernel_name: str, ids: dict[str, int], dims: dict[str, int],
-                 shared: dict[int, _Buffer], phase_ref: list[_Phase], thread: int):
+                 shared: dict[int, _Buffer], phase_ref: list[_Phase], thread: int,
+                 scalars: dict[Operation, Callable]):
         self.where = f"kernel @{kernel_name}"
         self.ids, self.dims, self.shared, self.phase_ref, self.thread = ids, dims, shared, phase_ref, thread
+        self.scalars = scalars  # op -> its scalar_semantics function, shared by the kernel's threads
+
+    def scalar(self, op: Operation) -> Callable:
+        fn = self.scalars.get(op)
+        if fn is None:
+            if not knows(op.name):
+                raise EmulationError(f"{self.where}: the emulator does not support '{op.name}'")
+            fn = self.scalars[op] = scalar_function(op)
+        return fn
 
     def run(self, block: Block, env: dict[SSAValue, object]):  # noqa: C901 - one dispatch table
         for op in block.ops:
@@ -148,75 +125,39 @@ class _Thread:
             result = op.results[0]
             args = [env[v] for v in op.operands]
             if isinstance(op, arith.ConstantOp):
-                value = op.value.value.data
-                env[result] = float(value) if isinstance(op.value, FloatAttr) else int(value)
-            elif name in _FLOAT:
-                env[result] = _FLOAT[name](*args)
-            elif name in _UNARY:
-                env[result] = _UNARY[name](*args)
-            elif name == "math.powf":
-                env[result] = pymath.pow(*args)
-            elif name == "math.fma":
-                env[result] = args[0] * args[1] + args[2]
-            elif isinstance(op, arith.CmpiOp):
-                pred = CMPI[op.predicate.value.data]
-                if pred[0] == "u":  # unsigned: negative values wrap to large ones
-                    width = op.operands[0].type.width.data if isinstance(op.operands[0].type, IntegerType) else 64
-                    args = [a & ((1 << width) - 1) for a in args]
-                env[result] = _CMP[pred[-2:] if pred not in ("eq", "ne") else pred](*args)
-            elif isinstance(op, arith.CmpfOp):
-                pred = CMPF[op.predicate.value.data]
-                a, b = args
-                nan = pymath.isnan(a) or pymath.isnan(b)
-                if pred in ("true", "false"):
-                    env[result] = pred == "true"
-                elif pred in ("ord", "uno"):
-                    env[result] = nan == (pred == "uno")
-                else:
-                    env[result] = (pred[0] == "u") if nan else _CMP[pred[1:]](a, b)
-            elif isinstance(op, arith.SelectOp):
-                env[result] = args[1] if args[0] else args[2]
+                env[result] = constant_value(op)
             elif isinstance(op, memref.LoadOp):
                 buf = env[op.memref]
                 off = buf.offset([env[i] for i in op.indices])
                 if buf.tracked:
                     self.phase_ref[0].read(buf, off, self.thread, self.where)
                 value = buf.flat[off]
-                env[result] = float(value) if buf.flat.dtype.kind == "f" else int(value)
+                env[result] = value if buf.flat.dtype.kind == "f" else int(value)
             elif isinstance(op, (gpu.ThreadIdOp, gpu.BlockIdOp, gpu.BlockDimOp, gpu.GridDimOp)):
                 kind = {gpu.ThreadIdOp: "t", gpu.BlockIdOp: "b", gpu.BlockDimOp: "nt", gpu.GridDimOp: "nb"}[type(op)]
                 table = self.ids if kind in ("t", "b") else self.dims
                 env[result] = table[kind.lstrip("n") + op.dimension.data.value]
-            elif name in ("arith.shli", "arith.shrsi", "arith.shrui"):
-                width = result.type.width.data
-                count = args[1] & ((1 << width) - 1)
-                if count >= width:  # poison in LLVM: kernels never shift that far
-                    env[result] = 0
-                elif name == "arith.shli":
-                    env[result] = args[0] << count
-                else:  # the signed view of args[0] shifts arithmetically
-                    env[result] = (args[0] if name == "arith.shrsi" else args[0] & ((1 << width) - 1)) >> count
-            elif name in ("arith.extui", "arith.uitofp"):  # the source read as unsigned
-                value = args[0] & ((1 << op.operands[0].type.width.data) - 1)
-                env[result] = value if name == "arith.extui" else float(value)
-            elif name in ("arith.index_cast", "arith.extsi", "arith.trunci", "arith.fptosi", "arith.fptoui"):
-                env[result] = int(args[0])
-            elif name in ("arith.sitofp", "arith.extf", "arith.truncf"):
-                env[result] = float(args[0])
             else:
-                raise EmulationError(f"{self.where}: the emulator does not support '{name}'")
-            if isinstance(result.type, IntegerType):
-                env[result] = _wrap(env[result], result.type.width.data)
+                try:
+                    env[result] = self.scalar(op)(*args)
+                except ScalarError as err:  # e.g. an integer division by zero
+                    raise EmulationError(f"{self.where}: '{name}': {err}") from None
         return []
 
 
 def emulate_kernel(kernel: func.FuncOp, buffers: Sequence[np.ndarray]) -> None:
     """Run a GPU-lowered kernel on ``buffers`` (modified in place)."""
+    with np.errstate(all="ignore"):  # inf/NaN results are values, as on the GPU
+        _emulate_kernel(kernel, buffers)
+
+
+def _emulate_kernel(kernel: func.FuncOp, buffers: Sequence[np.ndarray]) -> None:
     name = kernel.sym_name.data
     grid = kernel.attributes["gpu.grid"].get_values()  # type: ignore[union-attr]
     threads = kernel.attributes["gpu.block"].get_values()  # type: ignore[union-attr]
     args = kernel.body.block.args
     dims = {f"{k}{d}": n for k, ext in (("b", grid), ("t", threads)) for d, n in zip("xyz", ext)}
+    scalars: dict[Operation, Callable] = {}
     for bz in range(grid[2]):
         for by in range(grid[1]):
             for bx in range(grid[0]):
@@ -228,7 +169,7 @@ def emulate_kernel(kernel: func.FuncOp, buffers: Sequence[np.ndarray]) -> None:
                     for ty in range(threads[1]):
                         for tx in range(threads[0]):
                             ids = {"bx": bx, "by": by, "bz": bz, "tx": tx, "ty": ty, "tz": tz}
-                            t = _Thread(name, ids, dims, shared, phase, len(gens))
+                            t = _Thread(name, ids, dims, shared, phase, len(gens), scalars)
                             gens.append(t.run(kernel.body.block, dict(globals_)))
                 while gens:
                     states = []

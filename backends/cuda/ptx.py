@@ -36,6 +36,7 @@ from xdsl.utils.exceptions import DiagnosticException
 
 from dlc.backends.cuda.cuda_c import CMPF, CMPI, is_shared, num_elements, strides_of
 from dlc.dialects.tloop import ForOp, YieldOp
+from dlc.lowering.to_llvm.scalar import FLOAT_INSTRUCTIONS, INT_INSTRUCTIONS, INT_MINMAX_PREDICATES
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-p3:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
@@ -44,12 +45,9 @@ I1, I32, I64 = ir.IntType(1), ir.IntType(32), ir.IntType(64)
 F32 = ir.FloatType()
 LOG2E, LN2 = 1.4426950408889634, 0.6931471805599453
 
-FLOAT_BINARY = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul",
-                "arith.divf": "fdiv", "arith.remf": "frem"}
-INT_BINARY = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "sdiv",
-              "arith.divui": "udiv", "arith.remsi": "srem", "arith.remui": "urem",
-              "arith.andi": "and_", "arith.ori": "or_", "arith.xori": "xor", "arith.shli": "shl",
-              "arith.shrsi": "ashr", "arith.shrui": "lshr"}
+# arith op -> llvmlite IRBuilder method (the LLVM instruction; `and`/`or` are Python keywords)
+FLOAT_BINARY = dict(FLOAT_INSTRUCTIONS)
+INT_BINARY = {name: f"{i}_" if i in ("and", "or") else i for name, i in INT_INSTRUCTIONS.items()}
 FLOAT_INTRINSIC = {"math.sqrt": "llvm.sqrt", "math.floor": "llvm.floor", "math.ceil": "llvm.ceil",
                    "math.roundeven": "llvm.rint", "math.round": "llvm.round",
                    "math.absf": "llvm.fabs", "math.fma": "llvm.fma", "math.trunc": "llvm.trunc",
@@ -60,7 +58,7 @@ FLOAT_INTRINSIC = {"math.sqrt": "llvm.sqrt", "math.floor": "llvm.floor", "math.c
 EXPANDED = ("math.acos", "math.asin", "math.atan")
 APPROX = ("math.exp", "math.log", "math.exp2", "math.log2", "math.rsqrt", "math.tanh",
           "math.sin", "math.cos", "math.erf", "math.powf")
-INT_MINMAX = {"arith.maxsi": ">", "arith.minsi": "<", "arith.maxui": ">", "arith.minui": "<"}
+INT_MINMAX = {name: {"gt": ">", "lt": "<"}[p[1:]] for name, p in INT_MINMAX_PREDICATES.items()}
 
 
 class PtxEmitError(DiagnosticException):

@@ -24,7 +24,7 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr
 from xdsl.ir import Block, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
-from dlc.lowering.lower_to_llvm import LOOP_ATTR, VECTOR_WIDTH_ATTR, WEIGHT_ATTR
+from dlc.lowering.to_llvm.function import LOOP_ATTR, VECTOR_WIDTH_ATTR, WEIGHT_ATTR
 
 _UNIQUE = itertools.count()
 

@@ -17,6 +17,7 @@ from dlc.context import make_context
 from dlc.driver import CompileError, compile
 from dlc.runtime import DlcRuntimeError
 from dlc.weights import WeightStore, attach
+from elementwise_ir import elementwise_module
 
 RTOL = 1e-5
 
@@ -28,58 +29,14 @@ def build(text: str, weights: dict[str, np.ndarray] | None = None, **options):
     return compile(module, **options)
 
 
-def memref(shape, elem: str) -> str:
-    return "memref<" + "".join(f"{d}x" for d in shape) + elem + ">"
-
-
 def unary_module(shape, in_elem: str, out_elem: str, body: str) -> str:
-    """One kernel ``out[idx] = body(in[idx])`` (``%v`` in, ``%r`` out) + host @main."""
-    tin, tout = memref(shape, in_elem), memref(shape, out_elem)
-    ivs = [f"%i{k}" for k in range(len(shape))]
-    idx = ", ".join(ivs)
-    opens = "".join(f"tloop.for {iv} = 0 to {d} {{\n" for iv, d in zip(ivs, shape))
-    closes = "}\n" * len(shape)
-    return f"""
-builtin.module {{
-  func.func @main_0_op(%x: {tin}, %y: {tout}) attributes {{tloop.kernel}} {{
-    {opens}
-      %v = memref.load %x[{idx}] : {tin}
-      {body}
-      memref.store %r, %y[{idx}] : {tout}
-    {closes}
-    func.return
-  }}
-  func.func @main(%x: {tin}, %y: {tout}) attributes {{tloop.host, tloop.num_inputs = 1 : i64}} {{
-    func.call @main_0_op(%x, %y) : ({tin}, {tout}) -> ()
-    func.return
-  }}
-}}
-"""
+    """One kernel ``y[idx] = body(x[idx])`` (``%v`` in, ``%r`` out) + host @main."""
+    return elementwise_module(shape, [("x", "v", in_elem)], [("y", "r", out_elem)], body)
 
 
 def binary_module(shape, elem: str, out_elem: str, body: str) -> str:
-    t, tout = memref(shape, elem), memref(shape, out_elem)
-    ivs = [f"%i{k}" for k in range(len(shape))]
-    idx = ", ".join(ivs)
-    opens = "".join(f"tloop.for {iv} = 0 to {d} {{\n" for iv, d in zip(ivs, shape))
-    closes = "}\n" * len(shape)
-    return f"""
-builtin.module {{
-  func.func @main_0_op(%a: {t}, %b: {t}, %y: {tout}) attributes {{tloop.kernel}} {{
-    {opens}
-      %u = memref.load %a[{idx}] : {t}
-      %w = memref.load %b[{idx}] : {t}
-      {body}
-      memref.store %r, %y[{idx}] : {tout}
-    {closes}
-    func.return
-  }}
-  func.func @main(%a: {t}, %b: {t}, %y: {tout}) attributes {{tloop.host, tloop.num_inputs = 2 : i64}} {{
-    func.call @main_0_op(%a, %b, %y) : ({t}, {t}, {tout}) -> ()
-    func.return
-  }}
-}}
-"""
+    """One kernel ``y[idx] = body(a[idx], b[idx])`` (``%u``, ``%w`` in, ``%r`` out) + host @main."""
+    return elementwise_module(shape, [("a", "u", elem), ("b", "w", elem)], [("y", "r", out_elem)], body)
 
 
 RNG = np.random.default_rng(1234)

@@ -1,6 +1,6 @@
 """Every schedule primitive preserves results: kernels run before and after scheduling.
 
-The executor is test/python/tloop_exec.py (kernels -> Python). Scheduling
+The executor is dlc.lowering.interp (through test/python/tloop_exec.py). Scheduling
 never reorders a floating-point accumulation, so results must be bit-identical.
 The scheduled IR is also printed and re-parsed (loop names stay unique).
 """
