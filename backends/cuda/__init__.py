@@ -21,7 +21,7 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module("dlc.backends.cuda.nvcc_build"), name)
     if name == "GpuLoweringError":
-        from dlc.lowering.lower_to_gpu import GpuLoweringError
+        from dlc.backends.cuda.lower_to_gpu import GpuLoweringError
 
         return GpuLoweringError
     raise AttributeError(name)

@@ -21,9 +21,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.affine import Affine, Digit, accesses
-from dlc.lowering.schedule.core import (
+from dlc.lowering.schedule.loop_nest import (
+    KernelLoops,
     LoopHeader,
-    Schedule,
     append_to_body,
     enclosing_loops,
     index_constant,
@@ -34,7 +34,7 @@ from dlc.lowering.schedule.core import (
 )
 
 
-def find_buffer(s: Schedule, buffer) -> SSAValue:
+def find_buffer(s: KernelLoops, buffer) -> SSAValue:
     """A kernel argument by name hint or position, or an SSA value of the kernel."""
     if isinstance(buffer, SSAValue):
         return buffer
@@ -148,7 +148,7 @@ def mtype_rank(buf: SSAValue) -> int:
     return len(buf.type.get_shape())
 
 
-def _cache(s: Schedule, buffer, loop, name: str | None, write: bool) -> SSAValue:
+def _cache(s: KernelLoops, buffer, loop, name: str | None, write: bool) -> SSAValue:
     loop = s.loop(loop)
     buf = find_buffer(s, buffer)
     what = "cache_write" if write else "cache_read"
@@ -215,11 +215,11 @@ def _cache(s: Schedule, buffer, loop, name: str | None, write: bool) -> SSAValue
     return scratch.memref
 
 
-def cache_read(s: Schedule, buffer, loop, name: str | None = None) -> SSAValue:
+def cache_read(s: KernelLoops, buffer, loop, name: str | None = None) -> SSAValue:
     """Copy the tile of `buffer` read inside `loop` into scratch at each iteration; read from it."""
     return _cache(s, buffer, loop, name, write=False)
 
 
-def cache_write(s: Schedule, buffer, loop, name: str | None = None) -> SSAValue:
+def cache_write(s: KernelLoops, buffer, loop, name: str | None = None) -> SSAValue:
     """Accumulate the tile of `buffer` touched inside `loop` in scratch; copy it back after."""
     return _cache(s, buffer, loop, name, write=True)

@@ -18,9 +18,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.affine import accesses
 from dlc.lowering.schedule.cache import emit_affine, in_bounds_always, split_form
-from dlc.lowering.schedule.core import (
+from dlc.lowering.schedule.loop_nest import (
+    KernelLoops,
     LoopHeader,
-    Schedule,
     ScheduleError,
     append_to_body,
     body_ops,
@@ -132,7 +132,7 @@ def inline(module: ModuleOp, producer: str) -> str:
     return consumer_name
 
 
-def compute_at(s: Schedule, producer, consumer) -> ForOp:
+def compute_at(s: KernelLoops, producer, consumer) -> ForOp:
     """Compute the elementwise producer nest `producer` inside loop `consumer`, per iteration
     only for the elements of its buffer that the consumer's body reads (TVM's compute_at).
 
