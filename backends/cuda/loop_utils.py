@@ -39,19 +39,20 @@ class Inserter:
     def index(self, value: int) -> SSAValue:
         return self.val(arith.ConstantOp(IntegerAttr(value, INDEX)))
 
-    def add_i(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+    def _index_op(self, op_class: type[Operation], a: SSAValue, b: SSAValue | int, identity: int) -> SSAValue:
+        """``a op b`` on index values; a constant ``b`` becomes an arith.constant (none when
+        it is the op's identity: ``a`` itself)."""
         if isinstance(b, int):
-            if b == 0:
+            if b == identity:
                 return a
             b = self.index(b)
-        return self.val(arith.AddiOp(a, b))
+        return self.val(op_class(a, b))
+
+    def add_i(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        return self._index_op(arith.AddiOp, a, b, 0)
 
     def mul_i(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
-        if isinstance(b, int):
-            if b == 1:
-                return a
-            b = self.index(b)
-        return self.val(arith.MuliOp(a, b))
+        return self._index_op(arith.MuliOp, a, b, 1)
 
     def div_i(self, a: SSAValue, b: int) -> SSAValue:
         return a if b == 1 else self.val(arith.DivUIOp(a, self.index(b)))

@@ -99,6 +99,19 @@ def split_form(form: Affine, inner_ids: set) -> tuple[Affine, Affine]:
     return outer, inner
 
 
+def tile_box(indices: list[list[Affine]], dim: int, inner_ids: set) -> tuple[Affine, int] | None:
+    """Origin (outside `inner_ids` loops) and extent of the tile that accesses with
+    ``indices`` touch in dimension ``dim`` per iteration of the loop around them;
+    None when their origins differ (no single tile)."""
+    parts = [split_form(index[dim], inner_ids) for index in indices]
+    if len({p[0].key() for p in parts}) != 1:
+        return None
+    ranges = [p[1].range_over(inner_ids) for p in parts]
+    lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    origin = parts[0][0]
+    return Affine(dict(origin.terms), origin.const + lo), hi - lo + 1
+
+
 def in_bounds_always(origin: Affine, extent: int, size: int) -> bool:
     if any(not isinstance(k, Digit) for k in origin.terms):
         return False
@@ -171,14 +184,11 @@ def _cache(s: KernelLoops, buffer, loop, name: str | None, write: bool) -> SSAVa
     sizes = list(mtype.get_shape())
     origins_f, extents = [], []
     for d in range(len(sizes)):
-        parts = [split_form(a.index[d], inner_ids) for a in mine]
-        if len({p[0].key() for p in parts}) != 1:
+        box = tile_box([a.index for a in mine], d, inner_ids)
+        if box is None:
             raise s.fail(loop, f"{what}: the accesses to {bname} have different tile origins in dimension {d}")
-        ranges = [p[1].range_over(inner_ids) for p in parts]
-        lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
-        origin = parts[0][0]
-        origins_f.append(Affine(dict(origin.terms), origin.const + lo))
-        extents.append(hi - lo + 1)
+        origins_f.append(box[0])
+        extents.append(box[1])
     # scratch at the kernel entry, or per thread inside the enclosing parallel loop
     par = [l for l in enclosing_loops(loop) + [loop] if l.loop_kind == "parallel"]
     scratch = memref.AllocaOp.get(mtype.element_type, shape=extents)

@@ -17,7 +17,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.affine import accesses
-from dlc.lowering.schedule.cache import emit_affine, in_bounds_always, split_form
+from dlc.lowering.schedule.cache import emit_affine, in_bounds_always, tile_box
 from dlc.lowering.schedule.loop_nest import (
     KernelLoops,
     LoopHeader,
@@ -193,18 +193,15 @@ def compute_at(s: KernelLoops, producer, consumer) -> ForOp:
     inner_ids = {id(l) for l in inner_loops(consumer)}
     prologue, starts, extents, guarded = [], [], [], []
     for d in range(len(shape)):
-        parts = [split_form(a.index[d], inner_ids) for a in reads]
-        if len({p[0].key() for p in parts}) != 1:
+        box = tile_box([a.index for a in reads], d, inner_ids)
+        if box is None:
             raise s.fail(consumer, f"compute_at: the reads of {value_name(buffer)} have different origins in dimension {d}")
-        ranges = [p[1].range_over(inner_ids) for p in parts]
-        lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
-        origin = parts[0][0]
-        origin.const += lo
+        origin, extent = box
         emitted, value = emit_affine(origin)
         prologue += emitted
         starts.append(value)
-        extents.append(hi - lo + 1)
-        guarded.append(not in_bounds_always(origin, hi - lo + 1, shape[d]))
+        extents.append(extent)
+        guarded.append(not in_bounds_always(origin, extent, shape[d]))
     # the moved nest keeps the producer's loop names (the old nest goes away)
     headers = [LoopHeader(0, e, 1, "serial", name) for e, name in zip(extents, [loop_name(l) for l in nest])]
     loops = [h.make() for h in headers]
