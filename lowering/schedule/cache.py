@@ -120,25 +120,40 @@ def in_bounds_always(origin: Affine, extent: int, size: int) -> bool:
     return lo >= 0 and hi + extent <= size
 
 
-def _copy_nest(name: str, extents: list[int], origins: list[SSAValue], sizes: list[int],
-               guarded: list[bool], src: SSAValue, dst: SSAValue, into_cache: bool) -> ForOp:
-    headers = [LoopHeader(0, e, 1, "serial", f"{name}_d{d}") for d, e in enumerate(extents)]
-    loops = [h.make() for h in headers]
+def tile_nest(names: list[str], extents: list[int], origins: list[SSAValue], sizes: list[int],
+              guarded: list[bool]) -> tuple[list[ForOp], list[Operation], list[SSAValue], SSAValue | None]:
+    """A perfect nest of serial loops ``0..extents[d]`` named ``names`` over one tile,
+    with what its innermost body needs: the ops computing each element's index in the
+    whole buffer (``origins[d] + iv``), those indices, and the condition that they lie
+    inside ``sizes`` in the ``guarded`` dimensions (None when no dimension is guarded)."""
+    loops = [LoopHeader(0, e, 1, "serial", n).make() for n, e in zip(names, extents)]
     for outer, inner in zip(loops, loops[1:]):
         append_to_body(outer, [inner])
     ops: list[Operation] = []
     conds: list[SSAValue] = []
-    global_idx = []
+    indices = []
     for d, loop in enumerate(loops):
         add = arith.AddiOp(origins[d], loop.induction_var)
         ops.append(add)
-        global_idx.append(add.result)
+        indices.append(add.result)
         if guarded[d]:
             zero, size = index_constant(0), index_constant(sizes[d])
             lo = arith.CmpiOp(add.result, zero.result, "sge")
             hi = arith.CmpiOp(add.result, size.result, "slt")
             ops += [zero, size, lo, hi]
             conds += [lo.result, hi.result]
+    cond = conds[0] if conds else None
+    for c in conds[1:]:
+        both = arith.AndIOp(cond, c)
+        ops.append(both)
+        cond = both.result
+    return loops, ops, indices, cond
+
+
+def _copy_nest(name: str, extents: list[int], origins: list[SSAValue], sizes: list[int],
+               guarded: list[bool], src: SSAValue, dst: SSAValue, into_cache: bool) -> ForOp:
+    names = [f"{name}_d{d}" for d in range(len(extents))]
+    loops, ops, global_idx, cond = tile_nest(names, extents, origins, sizes, guarded)
     tile_idx = [l.induction_var for l in loops]
     if into_cache:
         load = memref.LoadOp.get(src, global_idx)
@@ -146,12 +161,7 @@ def _copy_nest(name: str, extents: list[int], origins: list[SSAValue], sizes: li
     else:
         load = memref.LoadOp.get(src, tile_idx)
         copy = [load, memref.StoreOp.get(load.res, dst, global_idx)]
-    if conds:
-        cond = conds[0]
-        for c in conds[1:]:
-            both = arith.AndIOp(cond, c)
-            ops.append(both)
-            cond = both.result
+    if cond is not None:
         copy = [make_if(cond, copy)]
     append_to_body(loops[-1], ops + copy)
     return loops[0]

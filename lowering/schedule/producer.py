@@ -10,23 +10,21 @@ inputs instead and recomputes each element where it used to load it. TVM's
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.affine import accesses
-from dlc.lowering.schedule.cache import emit_affine, in_bounds_always, tile_box
+from dlc.lowering.schedule.cache import emit_affine, in_bounds_always, tile_box, tile_nest
 from dlc.lowering.schedule.loop_nest import (
     KernelLoops,
-    LoopHeader,
     ScheduleError,
     append_to_body,
     body_ops,
     enclosing_loops,
     find_kernel,
-    index_constant,
     inner_loops,
     is_pure_scalar,
     loop_name,
@@ -203,26 +201,8 @@ def compute_at(s: KernelLoops, producer, consumer) -> ForOp:
         extents.append(extent)
         guarded.append(not in_bounds_always(origin, extent, shape[d]))
     # the moved nest keeps the producer's loop names (the old nest goes away)
-    headers = [LoopHeader(0, e, 1, "serial", name) for e, name in zip(extents, [loop_name(l) for l in nest])]
-    loops = [h.make() for h in headers]
-    for outer, inner in zip(loops, loops[1:]):
-        append_to_body(outer, [inner])
-    body, conds, mapping = [], [], {}
-    for d, (loop, old) in enumerate(zip(loops, nest)):
-        index = arith.AddiOp(starts[d], loop.induction_var)
-        body.append(index)
-        mapping[old.induction_var] = index.result
-        if guarded[d]:
-            zero, size = index_constant(0), index_constant(shape[d])
-            ge = arith.CmpiOp(index.result, zero.result, "sge")
-            lt = arith.CmpiOp(index.result, size.result, "slt")
-            body += [zero, size, ge, lt]
-            conds += [ge.result, lt.result]
-    cond = conds[0] if conds else None
-    for c in conds[1:]:
-        both = arith.AndIOp(cond, c)
-        body.append(both)
-        cond = both.result
+    loops, body, indices, cond = tile_nest([loop_name(l) for l in nest], extents, starts, shape, guarded)
+    mapping = {old.induction_var: index for old, index in zip(nest, indices)}
     moved = [op.clone(mapping) for op in compute]
     moved.append(memref.StoreOp.get(mapping.get(store.value, store.value), buffer, [mapping[l.induction_var] for l in nest]))
     append_to_body(loops[-1], body + ([make_if(cond, moved)] if cond is not None else moved))
