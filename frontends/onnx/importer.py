@@ -47,7 +47,7 @@ from dlc.dialects.graph_base import (
     numpy_dtype,
     tensor_type,
 )
-from dlc.frontends.importer_base import NAME_ATTR, ImporterBase  # noqa: F401  (NAME_ATTR re-exported)
+from dlc.frontends.importer_base import ImporterBase
 from dlc.frontends.onnx.errors import NeedsConstantError, OnnxImportError
 from dlc.weights import WeightStore
 # Constant subgraphs are folded at import unless a result exceeds this size.

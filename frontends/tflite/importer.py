@@ -36,7 +36,7 @@ from xdsl.ir import Block, SSAValue
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import ShapeError, element_type_of, tensor_type
-from dlc.frontends.importer_base import NAME_ATTR, ImporterBase  # noqa: F401  (NAME_ATTR re-exported)
+from dlc.frontends.importer_base import ImporterBase
 from dlc.weights import WeightStore
 
 # tflite.TensorType -> numpy dtype

@@ -39,7 +39,7 @@ from xdsl.ir import Block, SSAValue
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import ShapeError, element_type_of, numpy_dtype, tensor_type
-from dlc.frontends.importer_base import INLINE_CONSTANT_LIMIT, NAME_ATTR, ImporterBase  # noqa: F401
+from dlc.frontends.importer_base import INLINE_CONSTANT_LIMIT, ImporterBase
 from dlc.frontends.torch.registry import lookup
 from dlc.weights import WeightStore
 

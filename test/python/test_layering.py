@@ -200,3 +200,20 @@ def cycles_in(folder: str) -> list[list[str]]:
 
 def test_schedule_modules_form_no_cycle():
     assert cycles_in("lowering/schedule/") == []
+
+
+def test_schedule_primitives_are_methods_of_the_class():
+    """Schedule has its whole API from its class body: nothing assigns attributes onto it."""
+    patched = []
+    for rel in module_files():
+        for node in ast.walk(ast.parse((ROOT / rel).read_text(), filename=rel)):
+            if isinstance(node, ast.Assign):
+                patched += [f"{rel}:{node.lineno}" for t in node.targets
+                            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                            and t.value.id == "Schedule"]
+    assert patched == []
+    from dlc.lowering.schedule.core import Schedule
+
+    primitives = ["split", "tile", "reorder", "fuse", "fuse_siblings", "distribute", "split_range",
+                  "parallel", "vectorize", "unroll", "cache_read", "cache_write", "compute_at", "of"]
+    assert [p for p in primitives if p not in vars(Schedule)] == []
