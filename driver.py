@@ -23,21 +23,12 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.utils.exceptions import DiagnosticException
 
+from dlc.passes import GPU_GRAPH_PASSES, GRAPH_PASSES  # noqa: F401  (the graph pipelines live in passes.py)
 from dlc.runtime.native import EntryPoint, NativeModule, Spec, metadata_json
 from dlc.weights import attach, load_for_module, store_of
 
 HOST_ATTR = "tloop.host"
 NUM_INPUTS_ATTR = "tloop.num_inputs"
-# graph.if/loop/scan stay control flow (host-level scf, lowering/bufferize.py); the
-# passes below reach into their bodies. expand-control-flow (unrolling) is opt-in,
-# and the GPU target runs it first (GPU_GRAPH_PASSES).
-GRAPH_PASSES = ("legalize",
-                "widen-accumulation",  # f16 matmul/conv/reduce accumulate in f32
-                "fold-constant",  # fold after legalize: batch_norm parameters fold too
-                "simplify-inference",  # then per-channel scales go into conv/matmul weights
-                "fuse-ops")  # elementwise epilogues join their producer's kernel
-# lower-to-gpu has no host-level control flow: bodies are unrolled first
-GPU_GRAPH_PASSES = ("expand-control-flow", *GRAPH_PASSES)
 
 
 class CompileError(DiagnosticException):

@@ -81,9 +81,12 @@ def pass_description(cls: type) -> str:
 
 
 def list_passes(out) -> None:
-    from dlc.passes import available_passes
+    from dlc.passes import PassLoadError, available_passes
 
-    passes = available_passes()
+    try:
+        passes = available_passes()
+    except PassLoadError as err:  # a registered pass that does not load is a bug: say which
+        raise DiagnosticError(str(err)) from None
     width = max((len(n) for n in passes), default=0)
     for name in sorted(passes):
         out.write(f"  {name:<{width}}  {pass_description(passes[name]())}\n")
@@ -91,7 +94,7 @@ def list_passes(out) -> None:
 
 def build_pipeline(spec: str) -> list[tuple[str, ModulePass]]:
     """The (name, pass) list of a pipeline string; errors name the bad part."""
-    from dlc.passes import PASSES
+    from dlc.passes import PASSES, PassLoadError, load_pass
 
     try:
         specs = list(parse_pipeline(spec))
@@ -104,12 +107,9 @@ def build_pipeline(spec: str) -> list[tuple[str, ModulePass]]:
                 f"unknown pass '{pass_spec.name}' (not registered; see {TOOL} --list-passes)"
             )
         try:
-            cls = PASSES[pass_spec.name]()
-        except Exception as err:  # a pass still being written, or broken
-            raise DiagnosticError(
-                f"pass '{pass_spec.name}' is registered but cannot be loaded: "
-                f"{type(err).__name__}: {err}"
-            ) from None
+            cls = load_pass(pass_spec.name)
+        except PassLoadError as err:  # a broken pass: a bug in dlc, named in one line
+            raise DiagnosticError(str(err)) from None
         check_option_names(pass_spec, cls)
         try:
             pipeline.append((pass_spec.name, cls.from_pass_spec(pass_spec)))

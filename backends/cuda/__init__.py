@@ -2,7 +2,8 @@
 backend) and ``build`` (nvcc + CUDA runtime through ctypes).
 
 All take a graph-level or loop-level module (the `lower-to-loops` contract) and
-bring it to the GPU level in place first (`lower-to-loops`, `lower-to-gpu`).
+bring it to the GPU level in place first (`lower-to-loops`, then this backend's
+own lowering pass `lower-to-gpu`, lower_to_gpu.py).
 """
 
 from dlc.backends.cuda.cuda_c import CudaEmitError, emit_cuda
@@ -21,7 +22,7 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module("dlc.backends.cuda.nvcc_build"), name)
     if name == "GpuLoweringError":
-        from dlc.lowering.lower_to_gpu import GpuLoweringError
+        from dlc.backends.cuda.lower_to_gpu import GpuLoweringError
 
         return GpuLoweringError
     raise AttributeError(name)

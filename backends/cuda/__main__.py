@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
 
         from dlc.backends.cuda.cuda_c import CudaEmitError, emit_cuda
         from dlc.context import make_context
-        from dlc.lowering.lower_to_gpu import GpuLoweringError, lower_to_gpu
+        from dlc.backends.cuda.lower_to_gpu import GpuLoweringError, lower_to_gpu
 
         text = sys.stdin.read() if args.file == "-" else open(args.file).read()
         ctx = make_context()

@@ -564,7 +564,7 @@ def emit_host(host: func.FuncOp, kernels: dict[str, func.FuncOp]) -> str:
 def emit_cuda(module: ModuleOp) -> str:
     """The whole module as CUDA C. Graph-level or loop-level input is lowered first
     (``lower-to-loops``, ``lower-to-gpu``), in place."""
-    from dlc.lowering.lower_to_gpu import ensure_gpu_lowered, is_host, is_kernel
+    from dlc.backends.cuda.lower_to_gpu import ensure_gpu_lowered, is_host, is_kernel
 
     ensure_gpu_lowered(module)
     kernels = {op.sym_name.data: op for op in module.ops if is_kernel(op)}

@@ -188,7 +188,7 @@ def _emulate_kernel(kernel: func.FuncOp, buffers: Sequence[np.ndarray]) -> None:
 
 def emulate(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str = "main") -> list[np.ndarray]:
     """Run a GPU-lowered module's host function ``entry`` with emulated kernels."""
-    from dlc.lowering.lower_to_gpu import is_host, is_kernel
+    from dlc.backends.cuda.lower_to_gpu import is_host, is_kernel
     from dlc.weights import lookup_weight
 
     kernels = {op.sym_name.data: op for op in module.ops if is_kernel(op)}

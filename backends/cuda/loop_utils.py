@@ -39,19 +39,20 @@ class Inserter:
     def index(self, value: int) -> SSAValue:
         return self.val(arith.ConstantOp(IntegerAttr(value, INDEX)))
 
-    def add_i(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+    def _index_op(self, op_class: type[Operation], a: SSAValue, b: SSAValue | int, identity: int) -> SSAValue:
+        """``a op b`` on index values; a constant ``b`` becomes an arith.constant (none when
+        it is the op's identity: ``a`` itself)."""
         if isinstance(b, int):
-            if b == 0:
+            if b == identity:
                 return a
             b = self.index(b)
-        return self.val(arith.AddiOp(a, b))
+        return self.val(op_class(a, b))
+
+    def add_i(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
+        return self._index_op(arith.AddiOp, a, b, 0)
 
     def mul_i(self, a: SSAValue, b: SSAValue | int) -> SSAValue:
-        if isinstance(b, int):
-            if b == 1:
-                return a
-            b = self.index(b)
-        return self.val(arith.MuliOp(a, b))
+        return self._index_op(arith.MuliOp, a, b, 1)
 
     def div_i(self, a: SSAValue, b: int) -> SSAValue:
         return a if b == 1 else self.val(arith.DivUIOp(a, self.index(b)))
@@ -181,13 +182,7 @@ def flatten(nest: Sequence[ForOp], kind: str = "parallel") -> ForOp:
     for k, lp in enumerate(nest):
         inner = nest[k + 1] if k + 1 < len(nest) else None
         move_ops([o for o in body_ops(lp) if o is not inner], ins)
-    top = nest[0]
-    parent = top.parent_block()
-    assert parent is not None
-    parent.insert_op_before(flat, top)
-    top.detach()
-    top.erase()
-    return flat
+    return replace_with(nest[0], flat)
 
 
 def strided(target: ForOp, lane: SSAValue, lanes: int, name: str) -> ForOp:
@@ -205,12 +200,17 @@ def strided(target: ForOp, lane: SSAValue, lanes: int, name: str) -> ForOp:
     inner = ins if trips * lanes == n else guard(ins, ins.less(idx, target.upper))
     target.induction_var.replace_all_uses_with(idx)
     move_ops(body_ops(target), inner)
-    parent = target.parent_block()
+    return replace_with(target, outer)
+
+
+def replace_with(old: ForOp, new: ForOp) -> ForOp:
+    """Put ``new`` where ``old`` was and erase ``old`` (its body already moved); returns ``new``."""
+    parent = old.parent_block()
     assert parent is not None
-    parent.insert_op_before(outer, target)
-    target.detach()
-    target.erase()
-    return outer
+    parent.insert_op_before(new, old)
+    old.detach()
+    old.erase()
+    return new
 
 
 def defined_outside(value: SSAValue, region_op: Operation) -> bool:

@@ -204,7 +204,7 @@ def build(
     """
     import time
 
-    from dlc.lowering.lower_to_gpu import is_host
+    from dlc.backends.cuda.lower_to_gpu import is_host
     from dlc.weights import store_of
 
     missing = missing_cuda_piece(require_device)

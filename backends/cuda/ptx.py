@@ -356,7 +356,7 @@ class KernelCodegen:
 
 
 def emit_llvm_ir(module: ModuleOp) -> ir.Module:
-    from dlc.lowering.lower_to_gpu import ensure_gpu_lowered, is_kernel
+    from dlc.backends.cuda.lower_to_gpu import ensure_gpu_lowered, is_kernel
 
     ensure_gpu_lowered(module)
     out = ir.Module(name="dlc_kernels")

@@ -135,7 +135,7 @@ def compile_program(module, emulate: bool):
     for name, value in dict(TILE_M=8, TILE_N=8, TILE_K=4, THREADS_Y=4, THREADS_X=4, REG_M=2, REG_N=2).items():
         setattr(tiles, name, value)
     from dlc.driver import load_module
-    from dlc.lowering.lower_to_gpu import ensure_gpu_lowered
+    from dlc.backends.cuda.lower_to_gpu import ensure_gpu_lowered
 
     lowered = ensure_gpu_lowered(load_module(module))
 
@@ -232,7 +232,7 @@ def matmul_gflops(size: int) -> float:
     from dlc.backends.cuda import CudaBuildError, emit_cuda
     from dlc.backends.cuda.nvcc_build import compile_shared_library
     from dlc.context import make_context
-    from dlc.lowering.lower_to_gpu import is_kernel
+    from dlc.backends.cuda.lower_to_gpu import is_kernel
 
     t = f"tensor<{size}x{size}xf32>"
     text = (f"func.func @main(%a: {t}, %b: {t}) -> {t} {{\n  %r = graph.matmul %a, %b : ({t}, {t}) -> {t}\n"

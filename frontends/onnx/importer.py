@@ -37,12 +37,9 @@ import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto, helper, numpy_helper
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr, TensorType
-from xdsl.ir import Block, Region, SSAValue
-from xdsl.utils.exceptions import VerifyException
+from xdsl.dialects.builtin import ModuleOp, TensorType
+from xdsl.ir import Block, SSAValue
 
-from dlc.dialects.graph import ConstantOp, WeightOp
 from dlc.dialects.graph_base import (
     GraphOp,
     ShapeError,
@@ -50,13 +47,9 @@ from dlc.dialects.graph_base import (
     numpy_dtype,
     tensor_type,
 )
+from dlc.frontends.importer_base import ImporterBase
 from dlc.frontends.onnx.errors import NeedsConstantError, OnnxImportError
-from dlc.weights import WeightStore, attach
-
-NAME_ATTR = "dlc.name"
-# Known values up to this many elements are printed inline as graph.constant;
-# larger ones go to the weights store.
-INLINE_CONSTANT_LIMIT = 64
+from dlc.weights import WeightStore
 # Constant subgraphs are folded at import unless a result exceeds this size.
 FOLD_ELEMENT_LIMIT = 1 << 26
 
@@ -139,35 +132,25 @@ class ImportOptions:
     constant_inputs: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
-class ImportContext:
+class ImportContext(ImporterBase):
     """Builds the body of ``@main``: value table, folding, materialization."""
 
+    error_class = OnnxImportError
+
     def __init__(self, block: Block, store: WeightStore, opset: int):
-        self.block = block
-        self.store = store
+        super().__init__(block, store)
         self.opset = opset
         self.node: Node | None = None
 
-    # -- errors ----------------------------------------------------------------------
-    def error(self, message: str) -> OnnxImportError:
-        where = self.node.where + ": " if self.node else ""
-        return OnnxImportError(where + message)
+    def where(self) -> str:
+        return self.node.where if self.node else ""
 
     # -- values ----------------------------------------------------------------------
     def value(self, t: Tensor) -> SSAValue:
         """The SSA value of ``t``, materializing a known value on first use."""
         if t.ssa is None:
             assert t.const is not None
-            array = np.asarray(t.const)
-            if not array.flags.c_contiguous:  # (np.ascontiguousarray would turn 0-d into 1-d)
-                array = array.copy(order="C")
-            if array.size <= INLINE_CONSTANT_LIMIT:
-                op = ConstantOp.from_numpy(array)
-            else:
-                name = self.store.add(t.name or "const", array)
-                op = WeightOp.make_named(name, tensor_type(array.shape, t.element_type))
-            self.block.add_op(op)
-            t.ssa = op.results[0]
+            t.ssa = self.materialize(t.const, t.name or "const", t.element_type)
         return t.ssa
 
     def constant(self, array: np.ndarray | float | int, like: Tensor | None = None,
@@ -200,11 +183,7 @@ class ImportContext:
     def const_ints(self, t: Tensor | None, what: str) -> list[int]:
         return [int(v) for v in np.asarray(self.const_of(t, what)).reshape(-1)]
 
-    # -- building ops ----------------------------------------------------------------
-    def emit(self, op_class: type[GraphOp], *operands: Tensor | None, **attrs: Any) -> Tensor:
-        outs = self.emit_multi(op_class, *operands, **attrs)
-        return outs[0]
-
+    # -- building ops (emit: the first result of emit_multi) ----------------------------
     def emit_multi(self, op_class: type[GraphOp], *operands: Tensor | None,
                    **attrs: Any) -> list[Tensor]:
         """Build ``op_class`` with inferred types; fold it when every operand is known."""
@@ -214,11 +193,7 @@ class ImportContext:
             folded = self._fold(op_class, present, attrs, name)
             if folded is not None:
                 return folded
-        values = [self.value(t) for t in present]
-        try:
-            op = op_class.make(*values, **attrs)
-        except VerifyException as err:
-            raise self.error(str(err)) from None
+        op = self.make(op_class, *[self.value(t) for t in present], **attrs)
         self.block.add_op(op)
         sources = tuple(dict.fromkeys(
             s for t in present for s in ((t.graph_input,) if t.graph_input else t.sources)))
@@ -226,10 +201,7 @@ class ImportContext:
 
     def _fold(self, op_class, present: list[Tensor], attrs, name) -> list[Tensor] | None:
         scratch = Block(arg_types=[t.type for t in present])
-        try:
-            op = op_class.make(*scratch.args, **attrs)
-        except VerifyException as err:
-            raise self.error(str(err)) from None
+        op = self.make(op_class, *scratch.args, **attrs)
         if any(math.prod(r.type.get_shape()) > FOLD_ELEMENT_LIMIT for r in op.results):
             return None
         try:
@@ -529,7 +501,7 @@ def import_model(
     for unknown in options.input_shapes.keys() - {vi.name for vi in graph.input}:
         raise OnnxImportError(f"input_shapes names '{unknown}', which is not a graph input")
 
-    arg_names, arg_types = [], []
+    arg_names = []
     for vi in graph.input:
         if vi.name in initializer_names:
             continue  # an initializer listed as input (IR < 4): a constant here
@@ -542,7 +514,6 @@ def import_model(
         arg = block.insert_arg(type_, len(block.args))
         values[vi.name] = Tensor(vi.name, type_, ssa=arg, graph_input=vi.name, sources=(vi.name,))
         arg_names.append(vi.name)
-        arg_types.append(type_)
 
     _convert_nodes(graph, ctx, values, base_dir, opset)
 
@@ -552,25 +523,7 @@ def import_model(
         if t is None:
             raise OnnxImportError(f"graph output '{vi.name}' is not produced by any node")
         results.append(ctx.value(t))
-    block.add_op(func.ReturnOp(*results))
-
-    def names(ns):
-        return ArrayAttr([DictionaryAttr({NAME_ATTR: StringAttr(n)}) for n in ns])
-
-    fn = func.FuncOp(
-        "main",
-        (arg_types, [r.type for r in results]),
-        Region(block),
-        arg_attrs=names(arg_names),
-        res_attrs=names([vi.name for vi in graph.output]),
-    )
-    module = ModuleOp([fn])
-    attach(module, store)
-    try:
-        module.verify()
-    except VerifyException as err:
-        raise OnnxImportError(f"imported IR does not verify: {err}") from None
-    return module
+    return ctx.finish(results, arg_names, [vi.name for vi in graph.output])
 
 
 def _convert_nodes(graph, ctx: ImportContext, values: dict[str, Tensor], base_dir, opset) -> None:

@@ -31,17 +31,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
-from xdsl.ir import Block, Region, SSAValue
-from xdsl.utils.exceptions import VerifyException
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, SSAValue
 
 from dlc.dialects import graph as g
-from dlc.dialects.graph_base import GraphOp, ShapeError, element_type_of, tensor_type
-from dlc.weights import WeightStore, attach
-
-NAME_ATTR = "dlc.name"
-INLINE_CONSTANT_LIMIT = 64
+from dlc.dialects.graph_base import ShapeError, element_type_of, tensor_type
+from dlc.frontends.importer_base import ImporterBase
+from dlc.weights import WeightStore
 
 # tflite.TensorType -> numpy dtype
 _DTYPES = {0: np.float32, 1: np.float16, 2: np.int32, 3: np.uint8, 4: np.int64, 6: np.bool_,
@@ -202,37 +198,22 @@ def _type_name(tflite, code: int) -> str:
 # ---------------------------------------------------------------------------
 
 
-class ImportContext:
-    """Tensor index -> float SSA value; emission and (de)quantization helpers."""
+class ImportContext(ImporterBase):
+    """Tensor index -> float SSA value; emission (ImporterBase) and (de)quantization helpers."""
+
+    error_class = TfliteImportError
 
     def __init__(self, model: ModelInfo, block: Block, store: WeightStore):
+        super().__init__(block, store)
         self.model = model
-        self.block = block
-        self.store = store
         self.values: dict[int, SSAValue] = {}
         self.op: OperatorInfo | None = None
 
-    def error(self, message: str) -> TfliteImportError:
-        where = f"operator #{self.op.index} ({self.op.name}): " if self.op else ""
-        return TfliteImportError(where + message)
-
-    def emit(self, op_class: type[GraphOp], *operands, **attrs) -> SSAValue:
-        try:
-            op = op_class.make(*operands, **attrs)
-        except VerifyException as err:
-            raise self.error(str(err)) from None
-        self.block.add_op(op)
-        return op.results[0]
+    def where(self) -> str:
+        return f"operator #{self.op.index} ({self.op.name})" if self.op else ""
 
     def constant(self, array, name: str = "const") -> SSAValue:
-        array = np.ascontiguousarray(array) if np.ndim(array) else np.asarray(array)
-        if array.size <= INLINE_CONSTANT_LIMIT:
-            op = g.ConstantOp.from_numpy(array)
-        else:
-            stored = self.store.add(name, array)
-            op = g.WeightOp.make_named(stored, tensor_type(array.shape, element_type_of(array.dtype)))
-        self.block.add_op(op)
-        return op.results[0]
+        return self.materialize(array, name)
 
     def scalar(self, value, dtype=np.float32) -> SSAValue:
         return self.constant(np.asarray(value, dtype=dtype))
@@ -351,17 +332,4 @@ def import_tflite(source) -> ModuleOp:
         t = model.tensors[index]
         value = cx.read(index)
         results.append(cx.quantize(value, t) if t.quantized else value)
-    block.add_op(func.ReturnOp(*results))
-
-    def names(ns):
-        return ArrayAttr([DictionaryAttr({NAME_ATTR: StringAttr(n)}) for n in ns])
-
-    fn = func.FuncOp("main", ([a.type for a in block.args], [r.type for r in results]), Region(block),
-                     arg_attrs=names(arg_names), res_attrs=names([model.tensors[i].name for i in model.outputs]))
-    module = ModuleOp([fn])
-    attach(module, store)
-    try:
-        module.verify()
-    except VerifyException as err:
-        raise TfliteImportError(f"imported IR does not verify: {err}") from None
-    return module
+    return cx.finish(results, arg_names, [model.tensors[i].name for i in model.outputs])

@@ -34,20 +34,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
-from xdsl.ir import Block, Region, SSAValue
-from xdsl.utils.exceptions import VerifyException
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Block, SSAValue
 
 from dlc.dialects import graph as g
-from dlc.dialects.graph_base import GraphOp, ShapeError, element_type_of, numpy_dtype, tensor_type
+from dlc.dialects.graph_base import ShapeError, element_type_of, numpy_dtype, tensor_type
+from dlc.frontends.importer_base import INLINE_CONSTANT_LIMIT, ImporterBase
 from dlc.frontends.torch.registry import lookup
-from dlc.weights import WeightStore, attach
+from dlc.weights import WeightStore
 
-NAME_ATTR = "dlc.name"
 _TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-# Lifted constants up to this many elements are inlined as graph.constant.
-INLINE_CONSTANT_LIMIT = 64
 
 
 class TorchImportError(Exception):
@@ -103,45 +99,21 @@ def _packet(target: Any) -> str:
     return op_name(target)
 
 
-class ImportContext:
-    """Builds the body of ``@main``; the converters' toolbox."""
+class ImportContext(ImporterBase):
+    """Builds the body of ``@main`` (emit, errors: ImporterBase); the converters' toolbox."""
+
+    error_class = TorchImportError
 
     def __init__(self, block: Block, store: WeightStore):
-        self.block = block
-        self.store = store
+        super().__init__(block, store)
         self.node: torch.fx.Node | None = None
 
-    # -- errors ----------------------------------------------------------------------
-    def error(self, message: str) -> TorchImportError:
-        if self.node is None:
-            return TorchImportError(message)
-        return TorchImportError(
-            f"{source_location(self.node)}: {op_name(self.node.target)}: {message}")
-
-    # -- building --------------------------------------------------------------------
-    def emit(self, op_class: type[GraphOp], *operands: SSAValue | None, **attrs: Any) -> SSAValue:
-        return self.emit_multi(op_class, *operands, **attrs)[0]
-
-    def emit_multi(self, op_class: type[GraphOp], *operands, **attrs) -> list[SSAValue]:
-        try:
-            op = op_class.make(*operands, **attrs)
-        except VerifyException as err:
-            raise self.error(str(err)) from None
-        self.block.add_op(op)
-        return list(op.results)
+    def where(self) -> str:
+        return f"{source_location(self.node)}: {op_name(self.node.target)}" if self.node is not None else ""
 
     def constant(self, array, name: str = "const") -> SSAValue:
         """A compile-time tensor: inline when small, else in the weights store."""
-        array = np.asarray(array)
-        if not array.flags.c_contiguous:
-            array = array.copy(order="C")
-        if array.size <= INLINE_CONSTANT_LIMIT:
-            op = g.ConstantOp.from_numpy(array)
-        else:
-            stored = self.store.add(name, array)
-            op = g.WeightOp.make_named(stored, tensor_type(array.shape, element_type_of(array.dtype)))
-        self.block.add_op(op)
-        return op.results[0]
+        return self.materialize(array, name)
 
     def scalar(self, value, dtype) -> SSAValue:
         """A 0-d constant of numpy ``dtype``."""
@@ -361,20 +333,7 @@ def from_exported_program(ep, functionalize: bool = True) -> ModuleOp:
         cx.node = None
         results.append(cx.tensor(value))
         result_names.append(out.name if isinstance(out, torch.fx.Node) else f"output{len(results) - 1}")
-    block.add_op(func.ReturnOp(*results))
-
-    def names(ns):
-        return ArrayAttr([DictionaryAttr({NAME_ATTR: StringAttr(n)}) for n in ns])
-
-    fn = func.FuncOp("main", ([a.type for a in block.args], [r.type for r in results]), Region(block),
-                     arg_attrs=names(arg_names), res_attrs=names(result_names))
-    module = ModuleOp([fn])
-    attach(module, store)
-    try:
-        module.verify()
-    except VerifyException as err:
-        raise TorchImportError(f"imported IR does not verify: {err}") from None
-    return module
+    return cx.finish(results, arg_names, result_names)
 
 
 def _convert(node: torch.fx.Node, cx: ImportContext, env: dict) -> None:

@@ -8,8 +8,8 @@ from xdsl.ir import Block
 
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.affine import Digit, accesses, written_buffers
-from dlc.lowering.schedule.core import (
-    Schedule,
+from dlc.lowering.schedule.loop_nest import (
+    KernelLoops,
     body_ops,
     enclosing_loops,
     index_constant,
@@ -41,7 +41,7 @@ def parallel_problem(loop: ForOp) -> str | None:
     return None
 
 
-def parallel(s: Schedule, loop) -> ForOp:
+def parallel(s: KernelLoops, loop) -> ForOp:
     """Mark an outermost loop parallel when its iterations write disjoint elements."""
     loop = s.loop(loop)
     outer = enclosing_loops(loop)
@@ -106,7 +106,7 @@ def _invariant_read_index(load, loop: ForOp):
     return out
 
 
-def vectorize(s: Schedule, loop) -> ForOp:
+def vectorize(s: KernelLoops, loop) -> ForOp:
     """Mark an innermost loop with stride-1 (or loop-invariant) accesses vectorized."""
     loop = s.loop(loop)
     problem = vectorize_problem(loop)
@@ -118,7 +118,7 @@ def vectorize(s: Schedule, loop) -> ForOp:
 MAX_EXPAND = 64
 
 
-def unroll(s: Schedule, loop, expand: bool = False) -> ForOp | None:
+def unroll(s: KernelLoops, loop, expand: bool = False) -> ForOp | None:
     """Mark `loop` unrolled; with ``expand``, replace it by copies of its body (returns None).
 
     Expansion needs a trip count of at most MAX_EXPAND and, unless the trip

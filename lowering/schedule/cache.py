@@ -21,9 +21,9 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.affine import Affine, Digit, accesses
-from dlc.lowering.schedule.core import (
+from dlc.lowering.schedule.loop_nest import (
+    KernelLoops,
     LoopHeader,
-    Schedule,
     append_to_body,
     enclosing_loops,
     index_constant,
@@ -34,7 +34,7 @@ from dlc.lowering.schedule.core import (
 )
 
 
-def find_buffer(s: Schedule, buffer) -> SSAValue:
+def find_buffer(s: KernelLoops, buffer) -> SSAValue:
     """A kernel argument by name hint or position, or an SSA value of the kernel."""
     if isinstance(buffer, SSAValue):
         return buffer
@@ -99,6 +99,19 @@ def split_form(form: Affine, inner_ids: set) -> tuple[Affine, Affine]:
     return outer, inner
 
 
+def tile_box(indices: list[list[Affine]], dim: int, inner_ids: set) -> tuple[Affine, int] | None:
+    """Origin (outside `inner_ids` loops) and extent of the tile that accesses with
+    ``indices`` touch in dimension ``dim`` per iteration of the loop around them;
+    None when their origins differ (no single tile)."""
+    parts = [split_form(index[dim], inner_ids) for index in indices]
+    if len({p[0].key() for p in parts}) != 1:
+        return None
+    ranges = [p[1].range_over(inner_ids) for p in parts]
+    lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    origin = parts[0][0]
+    return Affine(dict(origin.terms), origin.const + lo), hi - lo + 1
+
+
 def in_bounds_always(origin: Affine, extent: int, size: int) -> bool:
     if any(not isinstance(k, Digit) for k in origin.terms):
         return False
@@ -107,25 +120,40 @@ def in_bounds_always(origin: Affine, extent: int, size: int) -> bool:
     return lo >= 0 and hi + extent <= size
 
 
-def _copy_nest(name: str, extents: list[int], origins: list[SSAValue], sizes: list[int],
-               guarded: list[bool], src: SSAValue, dst: SSAValue, into_cache: bool) -> ForOp:
-    headers = [LoopHeader(0, e, 1, "serial", f"{name}_d{d}") for d, e in enumerate(extents)]
-    loops = [h.make() for h in headers]
+def tile_nest(names: list[str], extents: list[int], origins: list[SSAValue], sizes: list[int],
+              guarded: list[bool]) -> tuple[list[ForOp], list[Operation], list[SSAValue], SSAValue | None]:
+    """A perfect nest of serial loops ``0..extents[d]`` named ``names`` over one tile,
+    with what its innermost body needs: the ops computing each element's index in the
+    whole buffer (``origins[d] + iv``), those indices, and the condition that they lie
+    inside ``sizes`` in the ``guarded`` dimensions (None when no dimension is guarded)."""
+    loops = [LoopHeader(0, e, 1, "serial", n).make() for n, e in zip(names, extents)]
     for outer, inner in zip(loops, loops[1:]):
         append_to_body(outer, [inner])
     ops: list[Operation] = []
     conds: list[SSAValue] = []
-    global_idx = []
+    indices = []
     for d, loop in enumerate(loops):
         add = arith.AddiOp(origins[d], loop.induction_var)
         ops.append(add)
-        global_idx.append(add.result)
+        indices.append(add.result)
         if guarded[d]:
             zero, size = index_constant(0), index_constant(sizes[d])
             lo = arith.CmpiOp(add.result, zero.result, "sge")
             hi = arith.CmpiOp(add.result, size.result, "slt")
             ops += [zero, size, lo, hi]
             conds += [lo.result, hi.result]
+    cond = conds[0] if conds else None
+    for c in conds[1:]:
+        both = arith.AndIOp(cond, c)
+        ops.append(both)
+        cond = both.result
+    return loops, ops, indices, cond
+
+
+def _copy_nest(name: str, extents: list[int], origins: list[SSAValue], sizes: list[int],
+               guarded: list[bool], src: SSAValue, dst: SSAValue, into_cache: bool) -> ForOp:
+    names = [f"{name}_d{d}" for d in range(len(extents))]
+    loops, ops, global_idx, cond = tile_nest(names, extents, origins, sizes, guarded)
     tile_idx = [l.induction_var for l in loops]
     if into_cache:
         load = memref.LoadOp.get(src, global_idx)
@@ -133,12 +161,7 @@ def _copy_nest(name: str, extents: list[int], origins: list[SSAValue], sizes: li
     else:
         load = memref.LoadOp.get(src, tile_idx)
         copy = [load, memref.StoreOp.get(load.res, dst, global_idx)]
-    if conds:
-        cond = conds[0]
-        for c in conds[1:]:
-            both = arith.AndIOp(cond, c)
-            ops.append(both)
-            cond = both.result
+    if cond is not None:
         copy = [make_if(cond, copy)]
     append_to_body(loops[-1], ops + copy)
     return loops[0]
@@ -148,7 +171,7 @@ def mtype_rank(buf: SSAValue) -> int:
     return len(buf.type.get_shape())
 
 
-def _cache(s: Schedule, buffer, loop, name: str | None, write: bool) -> SSAValue:
+def _cache(s: KernelLoops, buffer, loop, name: str | None, write: bool) -> SSAValue:
     loop = s.loop(loop)
     buf = find_buffer(s, buffer)
     what = "cache_write" if write else "cache_read"
@@ -171,14 +194,11 @@ def _cache(s: Schedule, buffer, loop, name: str | None, write: bool) -> SSAValue
     sizes = list(mtype.get_shape())
     origins_f, extents = [], []
     for d in range(len(sizes)):
-        parts = [split_form(a.index[d], inner_ids) for a in mine]
-        if len({p[0].key() for p in parts}) != 1:
+        box = tile_box([a.index for a in mine], d, inner_ids)
+        if box is None:
             raise s.fail(loop, f"{what}: the accesses to {bname} have different tile origins in dimension {d}")
-        ranges = [p[1].range_over(inner_ids) for p in parts]
-        lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
-        origin = parts[0][0]
-        origins_f.append(Affine(dict(origin.terms), origin.const + lo))
-        extents.append(hi - lo + 1)
+        origins_f.append(box[0])
+        extents.append(box[1])
     # scratch at the kernel entry, or per thread inside the enclosing parallel loop
     par = [l for l in enclosing_loops(loop) + [loop] if l.loop_kind == "parallel"]
     scratch = memref.AllocaOp.get(mtype.element_type, shape=extents)
@@ -215,11 +235,11 @@ def _cache(s: Schedule, buffer, loop, name: str | None, write: bool) -> SSAValue
     return scratch.memref
 
 
-def cache_read(s: Schedule, buffer, loop, name: str | None = None) -> SSAValue:
+def cache_read(s: KernelLoops, buffer, loop, name: str | None = None) -> SSAValue:
     """Copy the tile of `buffer` read inside `loop` into scratch at each iteration; read from it."""
     return _cache(s, buffer, loop, name, write=False)
 
 
-def cache_write(s: Schedule, buffer, loop, name: str | None = None) -> SSAValue:
+def cache_write(s: KernelLoops, buffer, loop, name: str | None = None) -> SSAValue:
     """Accumulate the tile of `buffer` touched inside `loop` in scratch; copy it back after."""
     return _cache(s, buffer, loop, name, write=True)

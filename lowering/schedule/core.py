@@ -1,238 +1,120 @@
-"""Shared machinery of the schedule primitives: errors, loop lookup, band rebuilding.
+"""`Schedule`: one kernel's schedule primitives, as methods.
 
-Loops are addressed by kernel symbol + induction-variable name hint (unique
-within a kernel by the loop-level IR contract). xDSL has no loop-nest utilities
-for our own ``tloop.for`` (its scf/affine helpers work on other ops), hence
-these few helpers.
+Each primitive is a function in the module of its family (loops: split, tile,
+reorder, fuse, fuse_siblings; fission: distribute, split_range; annotate:
+parallel, vectorize, unroll; cache: cache_read, cache_write; producer:
+compute_at, inline). Those modules build on `loop_nest` only; this class sits on
+top of them and delegates, so importing it gives the full API (nothing is
+attached at import time) and the modules form no cycle.
+
+The helpers of `loop_nest` are re-exported here: the default schedules import
+them from this module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
 
-from xdsl.dialects import arith, func, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, ModuleOp
-from xdsl.ir import Block, Operation, Region, SSAValue
-from xdsl.rewriter import InsertPoint, Rewriter
+from dlc.dialects.tloop import ForOp
+from dlc.lowering.schedule import annotate, cache, fission
+from dlc.lowering.schedule import loops as loop_structure
+from dlc.lowering.schedule import producer as producers
+from dlc.lowering.schedule.loop_nest import (  # noqa: F401  (re-exported)
+    KernelLoops,
+    LoopHeader,
+    ScheduleError,
+    append_to_body,
+    body_ops,
+    build_nest,
+    detach_body,
+    enclosing_loops,
+    find_kernel,
+    index_constant,
+    inner_loops,
+    is_pure_scalar,
+    kernel_name,
+    loop_name,
+    make_if,
+    replace_loop,
+    value_name,
+)
 
-from dlc.dialects.tloop import KERNEL_ATTR, ForOp, YieldOp
-
-
-class ScheduleError(Exception):
-    """A schedule primitive's precondition failed; the message names kernel and loop.
-
-    ``op`` is the loop (or kernel) at fault, so tools can point at its source line.
-    """
-
-    def __init__(self, message: str, op: Operation | None = None):
-        super().__init__(message)
-        self.op = op
-
-
-def kernel_name(kernel: func.FuncOp) -> str:
-    return kernel.sym_name.data
-
-
-def find_kernel(module: ModuleOp, name: str) -> func.FuncOp:
-    for op in module.ops:
-        if isinstance(op, func.FuncOp) and op.sym_name.data == name:
-            if KERNEL_ATTR not in op.attributes:
-                raise ScheduleError(f"@{name} is not a kernel (no '{KERNEL_ATTR}' attribute)", op)
-            return op
-    kernels = [op.sym_name.data for op in module.ops
-               if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes]
-    raise ScheduleError(f"no kernel named @{name} (kernels: {', '.join('@' + k for k in kernels) or 'none'})")
+Loop = ForOp | str  # a loop, or its induction-variable name
 
 
-def loop_name(loop: ForOp) -> str:
-    return loop.induction_var.name_hint or "?"
-
-
-def enclosing_loops(op: Operation) -> list[ForOp]:
-    """tloop.for ops around `op`, outermost first."""
-    out = []
-    parent = op.parent_op()
-    while parent is not None and not isinstance(parent, func.FuncOp):
-        if isinstance(parent, ForOp):
-            out.append(parent)
-        parent = parent.parent_op()
-    return out[::-1]
-
-
-def inner_loops(loop: ForOp) -> list[ForOp]:
-    return [op for op in loop.walk() if isinstance(op, ForOp) and op is not loop]
-
-
-def body_ops(loop: ForOp) -> list[Operation]:
-    """The loop body without its terminator."""
-    return [op for op in loop.body.block.ops if not isinstance(op, YieldOp)]
-
-
-def is_pure_scalar(op: Operation) -> bool:
-    """An op that only computes a value (safe to duplicate or move into a loop)."""
-    return (op.dialect_name() in ("arith", "math") and not op.regions and len(op.results) == 1)
-
-
-def index_constant(value: int, name: str | None = None) -> arith.ConstantOp:
-    c = arith.ConstantOp(IntegerAttr(value, IndexType()))
-    if name:
-        c.result.name_hint = name
-    return c
-
-
-@dataclass
-class LoopHeader:
-    """Everything that defines a loop except its body."""
-
-    lower: int
-    upper: int
-    step: int
-    kind: str
-    name: str
-    attributes: dict = field(default_factory=dict)
-
-    @staticmethod
-    def of(loop: ForOp) -> LoopHeader:
-        return LoopHeader(loop.lower, loop.upper, loop.stride, loop.loop_kind, loop_name(loop),
-                          dict(loop.attributes))
-
-    def make(self, ops: Iterable[Operation] = ()) -> ForOp:
-        block = Block(arg_types=[IndexType()])
-        block.args[0].name_hint = self.name
-        block.add_ops(list(ops))
-        loop = ForOp(self.lower, self.upper, self.step, self.kind, Region(block))
-        loop.attributes |= self.attributes
-        return loop
-
-    @property
-    def trip_count(self) -> int:
-        return max(0, -(-(self.upper - self.lower) // self.step))
-
-
-def build_nest(headers: Sequence[LoopHeader], inner_ops: Sequence[Operation]) -> tuple[ForOp, list[ForOp]]:
-    """A perfect nest with `inner_ops` (detached) as the innermost body."""
-    loops: list[ForOp] = []
-    current: list[Operation] = list(inner_ops)
-    for header in reversed(headers):
-        loop = header.make(current)
-        loops.append(loop)
-        current = [loop]
-    loops.reverse()
-    return loops[0], loops
-
-
-def detach_body(loop: ForOp) -> list[Operation]:
-    ops = body_ops(loop)
-    for op in ops:
-        op.detach()
-    return ops
-
-
-class Schedule:
+class Schedule(KernelLoops):
     """Schedule primitives applied to one kernel function, addressing loops by name.
 
     ```python
-    s = Schedule(kernel)
+    s = Schedule(kernel)            # or Schedule.of(module, "kernel_name")
     io, ii = s.split("i", 4)
     s.vectorize(ii)
     ```
-    Every primitive accepts a loop as a `ForOp` or its induction-variable name.
+    Every primitive accepts a loop as a `ForOp` or its induction-variable name,
+    checks its preconditions and raises `ScheduleError` instead of producing
+    wrong code.
     """
 
-    def __init__(self, kernel: func.FuncOp):
-        if KERNEL_ATTR not in kernel.attributes:
-            raise ScheduleError(f"@{kernel_name(kernel)} is not a kernel (no '{KERNEL_ATTR}' attribute)")
-        self.kernel = kernel
+    @staticmethod
+    def of(module: ModuleOp, name: str) -> Schedule:
+        """The schedule of kernel @name of ``module``."""
+        return Schedule(find_kernel(module, name))
 
-    @property
-    def name(self) -> str:
-        return kernel_name(self.kernel)
+    # loop structure (loops.py)
+    def split(self, loop: Loop, factor: int, outer_name: str | None = None,
+              inner_name: str | None = None) -> tuple[ForOp, ForOp]:
+        """``for i`` -> ``for i_outer step f*step { for i_inner }`` (see `loops.split`)."""
+        return loop_structure.split(self, loop, factor, outer_name, inner_name)
 
-    def loops(self) -> list[ForOp]:
-        return [op for op in self.kernel.walk() if isinstance(op, ForOp)]
+    def tile(self, loop_a: Loop, loop_b: Loop, factor_a: int, factor_b: int) -> tuple[ForOp, ForOp, ForOp, ForOp]:
+        """Split both loops and reorder to (a_outer, b_outer, a_inner, b_inner)."""
+        return loop_structure.tile(self, loop_a, loop_b, factor_a, factor_b)
 
-    def loop(self, loop: ForOp | str) -> ForOp:
-        if isinstance(loop, ForOp):
-            if loop.get_toplevel_object() is not self.kernel.get_toplevel_object() or not self._owns(loop):
-                raise ScheduleError(f"@{self.name}, loop '{loop_name(loop)}': is not in this kernel", self.kernel)
-            return loop
-        found = [op for op in self.loops() if loop_name(op) == loop]
-        if not found:
-            names = ", ".join(f"'{loop_name(op)}'" for op in self.loops())
-            raise ScheduleError(f"@{self.name}: no loop named '{loop}' (loops: {names or 'none'})")
-        if len(found) > 1:
-            raise ScheduleError(f"@{self.name}: loop name '{loop}' is not unique")
-        return found[0]
+    def reorder(self, *loops: Loop) -> list[ForOp]:
+        """Permute loops of one perfect nest: the given loops take each other's places, in order."""
+        return loop_structure.reorder(self, *loops)
 
-    def _owns(self, loop: ForOp) -> bool:
-        parent = loop.parent_op()
-        while parent is not None:
-            if parent is self.kernel:
-                return True
-            parent = parent.parent_op()
-        return False
+    def fuse(self, outer: Loop, inner: Loop, name: str | None = None) -> ForOp:
+        """Fuse a perfectly nested pair into one loop; the indices come back by div/mod."""
+        return loop_structure.fuse(self, outer, inner, name)
 
-    @contextmanager
-    def atomic(self):
-        """Undo everything done inside the block if a ScheduleError escapes it.
+    def fuse_siblings(self, first: Loop, second: Loop) -> ForOp:
+        """Merge `second` (the loop right after `first`, same bounds) into `first`."""
+        return loop_structure.fuse_siblings(self, first, second)
 
-        For primitives made of several steps (tile = split, split, reorder) whose
-        last step may refuse: the kernel body is restored from a copy (loop
-        handles taken inside the block are then stale).
-        """
-        backup = self.kernel.body.clone()
-        try:
-            yield
-        except ScheduleError:
-            region = self.kernel.body
-            while region.blocks:
-                block = region.detach_block(0)
-                block.erase(safe_erase=False)
-            backup.move_blocks(region)
-            raise
+    # loop fission (fission.py)
+    def distribute(self, loop: Loop, names: list[str] | None = None) -> list[ForOp]:
+        """Split `loop` into one loop per effectful top-level statement (in order)."""
+        return fission.distribute(self, loop, names)
 
-    def fail(self, loop: ForOp | str | None, message: str) -> ScheduleError:
-        where = f"@{self.name}" if loop is None else f"@{self.name}, loop '{loop if isinstance(loop, str) else loop_name(loop)}'"
-        return ScheduleError(f"{where}: {message}", loop if isinstance(loop, ForOp) else self.kernel)
+    def split_range(self, loop: Loop, at: int, suffix: str = "_t") -> tuple[ForOp, ForOp]:
+        """``[lb, ub)`` -> ``[lb, at)`` then ``[at, ub)`` (loops inside the second get `suffix`)."""
+        return fission.split_range(self, loop, at, suffix)
 
-    def fresh_name(self, wanted: str) -> str:
-        """`wanted` if no loop uses it, else a clear error (names must stay unique)."""
-        taken = {loop_name(op) for op in self.loops()}
-        if wanted in taken:
-            raise ScheduleError(f"@{self.name}: loop name '{wanted}' is already used")
-        return wanted
+    # loop kinds (annotate.py)
+    def parallel(self, loop: Loop) -> ForOp:
+        """Mark an outermost loop parallel when its iterations write disjoint elements."""
+        return annotate.parallel(self, loop)
 
-    # primitives are attached in dlc.lowering.schedule.__init__ (one module per family)
+    def vectorize(self, loop: Loop) -> ForOp:
+        """Mark an innermost loop with stride-1 (or loop-invariant) accesses vectorized."""
+        return annotate.vectorize(self, loop)
 
+    def unroll(self, loop: Loop, expand: bool = False) -> ForOp | None:
+        """Mark `loop` unrolled; with ``expand``, replace it by copies of its body (returns None)."""
+        return annotate.unroll(self, loop, expand)
 
-def value_name(value: SSAValue) -> str:
-    """How diagnostics name a buffer: its SSA name, or the kernel argument position."""
-    if value.name_hint:
-        return f"%{value.name_hint}"
-    from xdsl.ir import BlockArgument
+    # scratch buffers (cache.py)
+    def cache_read(self, buffer: SSAValue | str | int, loop: Loop, name: str | None = None) -> SSAValue:
+        """Copy the tile of `buffer` read inside `loop` into scratch at each iteration; read from it."""
+        return cache.cache_read(self, buffer, loop, name)
 
-    if isinstance(value, BlockArgument):
-        return f"argument #{value.index}"
-    return f"the buffer of {value.owner.name}"
+    def cache_write(self, buffer: SSAValue | str | int, loop: Loop, name: str | None = None) -> SSAValue:
+        """Accumulate the tile of `buffer` touched inside `loop` in scratch; copy it back after."""
+        return cache.cache_write(self, buffer, loop, name)
 
-
-def append_to_body(loop: ForOp, ops: Sequence[Operation]) -> None:
-    """Insert `ops` at the end of the loop body (before the terminator)."""
-    block = loop.body.block
-    for op in ops:
-        block.insert_op_before(op, block.last_op)
-
-
-def replace_loop(old: ForOp, new_ops: Sequence[Operation]) -> None:
-    """Put `new_ops` where `old` was and erase `old` (its body must be detached or dead)."""
-    Rewriter.insert_op(list(new_ops), InsertPoint.before(old))
-    old.detach()
-    old.erase(safe_erase=False)
-
-
-def make_if(cond: SSAValue, ops: Sequence[Operation]) -> scf.IfOp:
-    """`scf.if %cond { ops }` with no results and no else region."""
-    block = Block(list(ops) + [scf.YieldOp()])
-    return scf.IfOp(cond, [], Region(block), Region())
+    # producers (producer.py)
+    def compute_at(self, producer: Loop, consumer: Loop) -> ForOp:
+        """Compute the elementwise producer nest `producer` inside loop `consumer`, per iteration."""
+        return producers.compute_at(self, producer, consumer)

@@ -31,9 +31,9 @@ from xdsl.ir import Operation
 
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.affine import accesses
-from dlc.lowering.schedule.core import (
+from dlc.lowering.schedule.loop_nest import (
+    KernelLoops,
     LoopHeader,
-    Schedule,
     append_to_body,
     body_ops,
     is_pure_scalar,
@@ -64,7 +64,7 @@ def _deps(op: Operation, top: list[Operation]) -> list[Operation]:
     return [t for t in top if id(t) in needed]
 
 
-def distribute(s: Schedule, loop, names: list[str] | None = None) -> list[ForOp]:
+def distribute(s: KernelLoops, loop, names: list[str] | None = None) -> list[ForOp]:
     """Split `loop` into one loop per effectful top-level statement (in order); returns them.
 
     The first loop keeps the name; the others are ``<name>_s1``, ``<name>_s2``...
@@ -139,7 +139,7 @@ def distribute(s: Schedule, loop, names: list[str] | None = None) -> list[ForOp]
     return new_loops
 
 
-def split_range(s: Schedule, loop, at: int, suffix: str = "_t") -> tuple[ForOp, ForOp]:
+def split_range(s: KernelLoops, loop, at: int, suffix: str = "_t") -> tuple[ForOp, ForOp]:
     """``[lb, ub)`` -> ``[lb, at)`` then ``[at, ub)``; the second loop and every loop inside it
     get `suffix` appended to their names. Returns (first, second)."""
     loop = s.loop(loop)

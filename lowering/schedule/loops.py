@@ -6,9 +6,9 @@ from xdsl.dialects import arith, scf
 
 from dlc.dialects.tloop import ForOp, YieldOp
 from dlc.lowering.schedule.affine import Digit, accesses, written_buffers
-from dlc.lowering.schedule.core import (
+from dlc.lowering.schedule.loop_nest import (
+    KernelLoops,
     LoopHeader,
-    Schedule,
     append_to_body,
     body_ops,
     build_nest,
@@ -23,7 +23,7 @@ from dlc.lowering.schedule.core import (
 )
 
 
-def split(s: Schedule, loop, factor: int, outer_name: str | None = None,
+def split(s: KernelLoops, loop, factor: int, outer_name: str | None = None,
           inner_name: str | None = None) -> tuple[ForOp, ForOp]:
     """``for i`` -> ``for i_outer step f*step { for i_inner { i = i_outer + i_inner } }``.
 
@@ -62,7 +62,7 @@ def split(s: Schedule, loop, factor: int, outer_name: str | None = None,
     return outer, inner
 
 
-def _between(s: Schedule, outer: ForOp, inner: ForOp):
+def _between(s: KernelLoops, outer: ForOp, inner: ForOp):
     """Pure ops and guard ifs between `outer` and its nested `inner`; refuses anything else."""
     if not any(l is outer for l in enclosing_loops(inner)):
         raise s.fail(inner, f"is not nested inside loop '{loop_name(outer)}'")
@@ -91,7 +91,7 @@ def _between(s: Schedule, outer: ForOp, inner: ForOp):
         block = found.true_region.block
 
 
-def make_perfect(s: Schedule, band: list[ForOp]) -> None:
+def make_perfect(s: KernelLoops, band: list[ForOp]) -> None:
     """Sink the pure index ops and guards between the band's loops into the innermost body.
 
     Legal because those ops have no effects (sinking only recomputes them) and
@@ -120,7 +120,7 @@ def make_perfect(s: Schedule, band: list[ForOp]) -> None:
     append_to_body(band[-1], pure + body)
 
 
-def _chain(s: Schedule, loops: list[ForOp]) -> list[ForOp]:
+def _chain(s: KernelLoops, loops: list[ForOp]) -> list[ForOp]:
     """All loops from the outermost to the innermost of `loops`, which must lie on one path."""
     deepest = max(loops, key=lambda l: len(enclosing_loops(l)))
     path = enclosing_loops(deepest) + [deepest]
@@ -131,7 +131,7 @@ def _chain(s: Schedule, loops: list[ForOp]) -> list[ForOp]:
     return path[start:]
 
 
-def check_order_kept(s: Schedule, band: list[ForOp], new_band: list[ForOp], what: str) -> None:
+def check_order_kept(s: KernelLoops, band: list[ForOp], new_band: list[ForOp], what: str) -> None:
     """Refuse when a written buffer's reduction loops would change relative order."""
     for wb in written_buffers(band[0], value_name):
         if wb.problem:
@@ -146,7 +146,7 @@ def check_order_kept(s: Schedule, band: list[ForOp], new_band: list[ForOp], what
                                   f"accumulation order would change)")
 
 
-def reorder(s: Schedule, *loops) -> list[ForOp]:
+def reorder(s: KernelLoops, *loops) -> list[ForOp]:
     """Permute loops of one perfect nest: the given loops take each other's places, in order.
 
     Returns the new loops (in the order given). Refused when the nest is not
@@ -176,7 +176,7 @@ def reorder(s: Schedule, *loops) -> list[ForOp]:
     return [new_loops[new_band.index(l)] for l in loops]
 
 
-def tile(s: Schedule, loop_a, loop_b, factor_a: int, factor_b: int) -> tuple[ForOp, ForOp, ForOp, ForOp]:
+def tile(s: KernelLoops, loop_a, loop_b, factor_a: int, factor_b: int) -> tuple[ForOp, ForOp, ForOp, ForOp]:
     """split both loops and reorder to (a_outer, b_outer, a_inner, b_inner)."""
     a, b = s.loop(loop_a), s.loop(loop_b)
     _between(s, a, b)
@@ -198,7 +198,7 @@ def tile(s: Schedule, loop_a, loop_b, factor_a: int, factor_b: int) -> tuple[For
     return ao, bo, ai, bi
 
 
-def fuse(s: Schedule, outer, inner, name: str | None = None) -> ForOp:
+def fuse(s: KernelLoops, outer, inner, name: str | None = None) -> ForOp:
     """Fuse a perfectly nested pair into one loop; the indices come back by div/mod.
 
     Iteration order is unchanged, so it is always legal.
@@ -254,7 +254,7 @@ def _sibling_index_dim(acc_index, loop: ForOp, inside: ForOp):
     return out
 
 
-def fuse_siblings(s: Schedule, first, second) -> ForOp:
+def fuse_siblings(s: KernelLoops, first, second) -> ForOp:
     """Merge `second` (the loop right after `first`, same bounds) into `first`.
 
     Original order: every iteration of the first loop, then every iteration of

@@ -10,23 +10,21 @@ inputs instead and recomputes each element where it used to load it. TVM's
 
 from __future__ import annotations
 
-from xdsl.dialects import arith, func, memref
+from xdsl.dialects import func, memref
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.rewriter import InsertPoint, Rewriter
 
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.affine import accesses
-from dlc.lowering.schedule.cache import emit_affine, in_bounds_always, split_form
-from dlc.lowering.schedule.core import (
-    LoopHeader,
-    Schedule,
+from dlc.lowering.schedule.cache import emit_affine, in_bounds_always, tile_box, tile_nest
+from dlc.lowering.schedule.loop_nest import (
+    KernelLoops,
     ScheduleError,
     append_to_body,
     body_ops,
     enclosing_loops,
     find_kernel,
-    index_constant,
     inner_loops,
     is_pure_scalar,
     loop_name,
@@ -132,7 +130,7 @@ def inline(module: ModuleOp, producer: str) -> str:
     return consumer_name
 
 
-def compute_at(s: Schedule, producer, consumer) -> ForOp:
+def compute_at(s: KernelLoops, producer, consumer) -> ForOp:
     """Compute the elementwise producer nest `producer` inside loop `consumer`, per iteration
     only for the elements of its buffer that the consumer's body reads (TVM's compute_at).
 
@@ -193,39 +191,18 @@ def compute_at(s: Schedule, producer, consumer) -> ForOp:
     inner_ids = {id(l) for l in inner_loops(consumer)}
     prologue, starts, extents, guarded = [], [], [], []
     for d in range(len(shape)):
-        parts = [split_form(a.index[d], inner_ids) for a in reads]
-        if len({p[0].key() for p in parts}) != 1:
+        box = tile_box([a.index for a in reads], d, inner_ids)
+        if box is None:
             raise s.fail(consumer, f"compute_at: the reads of {value_name(buffer)} have different origins in dimension {d}")
-        ranges = [p[1].range_over(inner_ids) for p in parts]
-        lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
-        origin = parts[0][0]
-        origin.const += lo
+        origin, extent = box
         emitted, value = emit_affine(origin)
         prologue += emitted
         starts.append(value)
-        extents.append(hi - lo + 1)
-        guarded.append(not in_bounds_always(origin, hi - lo + 1, shape[d]))
+        extents.append(extent)
+        guarded.append(not in_bounds_always(origin, extent, shape[d]))
     # the moved nest keeps the producer's loop names (the old nest goes away)
-    headers = [LoopHeader(0, e, 1, "serial", name) for e, name in zip(extents, [loop_name(l) for l in nest])]
-    loops = [h.make() for h in headers]
-    for outer, inner in zip(loops, loops[1:]):
-        append_to_body(outer, [inner])
-    body, conds, mapping = [], [], {}
-    for d, (loop, old) in enumerate(zip(loops, nest)):
-        index = arith.AddiOp(starts[d], loop.induction_var)
-        body.append(index)
-        mapping[old.induction_var] = index.result
-        if guarded[d]:
-            zero, size = index_constant(0), index_constant(shape[d])
-            ge = arith.CmpiOp(index.result, zero.result, "sge")
-            lt = arith.CmpiOp(index.result, size.result, "slt")
-            body += [zero, size, ge, lt]
-            conds += [ge.result, lt.result]
-    cond = conds[0] if conds else None
-    for c in conds[1:]:
-        both = arith.AndIOp(cond, c)
-        body.append(both)
-        cond = both.result
+    loops, body, indices, cond = tile_nest([loop_name(l) for l in nest], extents, starts, shape, guarded)
+    mapping = {old.induction_var: index for old, index in zip(nest, indices)}
     moved = [op.clone(mapping) for op in compute]
     moved.append(memref.StoreOp.get(mapping.get(store.value, store.value), buffer, [mapping[l.induction_var] for l in nest]))
     append_to_body(loops[-1], body + ([make_if(cond, moved)] if cond is not None else moved))

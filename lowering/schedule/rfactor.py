@@ -35,7 +35,7 @@ from xdsl.ir import Operation, SSAValue
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.affine import Digit, analyse
 from dlc.lowering.schedule.annotate import vectorize_problem
-from dlc.lowering.schedule.core import LoopHeader, body_ops, inner_loops, loop_name
+from dlc.lowering.schedule.loop_nest import LoopHeader, body_ops, inner_loops, loop_name
 
 LANES = 16  # one AVX-512 vector of f32 (two AVX2 vectors)
 IDENTITY = {arith.AddfOp: 0.0, arith.MaximumfOp: float("-inf"), arith.MinimumfOp: float("inf")}

@@ -392,7 +392,7 @@ def test_scan_nested_in_a_loop_body():
 
 def test_gpu_pipeline_still_unrolls_control_flow():
     """lower-to-gpu has no host-level control flow: it runs expand-control-flow first."""
-    from dlc.lowering.lower_to_gpu import ensure_gpu_lowered
+    from dlc.backends.cuda.lower_to_gpu import ensure_gpu_lowered
 
     module = _if_on_data((3,))
     ensure_gpu_lowered(module)

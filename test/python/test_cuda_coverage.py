@@ -27,7 +27,7 @@ from dlc.backends.cuda.op_cases import OP_CASES, OpCase, case_inputs, case_modul
 from dlc.context import make_context
 from dlc.dialects.graph import GRAPH_OPS
 from dlc.evaluator import evaluate
-from dlc.lowering.lower_to_gpu import ensure_gpu_lowered, is_kernel
+from dlc.backends.cuda.lower_to_gpu import ensure_gpu_lowered, is_kernel
 from dlc.weights import WeightStore, attach
 
 NVCC = shutil.which("nvcc")

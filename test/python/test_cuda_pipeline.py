@@ -11,7 +11,7 @@ from dlc.backends.cuda.emulator import emulate
 from dlc.backends.cuda.gpu_schedule import apply_default_schedule
 from dlc.context import make_context
 from dlc.evaluator import evaluate
-from dlc.lowering.lower_to_gpu import is_kernel, lower_to_gpu
+from dlc.backends.cuda.lower_to_gpu import is_kernel, lower_to_gpu
 from dlc.lowering.lower_to_loops import lower_module
 
 CASES = {

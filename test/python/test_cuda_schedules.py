@@ -10,7 +10,7 @@ import pytest
 
 from dlc.backends.cuda.emulator import EmulationError, emulate, emulate_kernel
 from dlc.backends.cuda.gpu_schedule import apply_default_schedule, bind
-from dlc.lowering.lower_to_gpu import GpuLoweringError, lower_to_gpu
+from dlc.backends.cuda.lower_to_gpu import GpuLoweringError, lower_to_gpu
 from dlc.weights import WeightStore, attach
 
 import cuda_kernels as K

@@ -122,6 +122,35 @@ def test_opt_list_passes_has_descriptions(capsys):
     assert all(desc.strip() for desc in listed.values())
 
 
+def _broken_pass():
+    import dlc.transforms.no_such_module  # noqa: F401  (a pass whose module does not import)
+
+
+def test_a_pass_that_does_not_load_is_an_error_not_skipped(monkeypatch):
+    from dlc import passes
+
+    monkeypatch.setitem(passes.PASSES, "test-broken", _broken_pass)
+    with pytest.raises(passes.PassLoadError, match="pass 'test-broken' is registered but cannot be loaded: "
+                                                  "ModuleNotFoundError"):
+        passes.available_passes()
+    with pytest.raises(passes.PassLoadError, match="pass 'test-broken'"):
+        passes.load_pass("test-broken")
+    with pytest.raises(passes.PassLoadError, match="pass 'nope' is not registered"):
+        passes.load_pass("nope")
+
+
+def test_opt_names_a_pass_that_does_not_load_in_one_line(tmp_path, capsys, monkeypatch):
+    from dlc import passes
+
+    monkeypatch.setitem(passes.PASSES, "test-broken", _broken_pass)
+    for argv in (["--list-passes"], [write(tmp_path, "add.mlir", ADD), "-p", "test-broken"]):
+        code, out, err = run_opt(capsys, *argv)
+        assert code == 1 and out == ""
+        assert err.startswith("dlc-opt: error: pass 'test-broken' is registered but cannot be loaded: "
+                              "ModuleNotFoundError: No module named 'dlc.transforms.no_such_module'")
+        assert err.count("\n") == 1
+
+
 def test_split_chunks_keep_line_numbers():
     text = "a\n// -----\nb\nc\n  // -----  \nd"
     chunks = dlc_opt.split_chunks(text)

@@ -255,7 +255,7 @@ def lower_to_gpu(module: ModuleOp) -> ModuleOp:
 
 def ensure_gpu_lowered(module: ModuleOp) -> ModuleOp:
     """Bring ``module`` to the GPU level in place: graph functions go through the
-    graph passes of ``dlc.compile`` (``dlc.driver.GRAPH_PASSES``: ``legalize``, as
+    graph passes of ``dlc.compile`` (``dlc.passes.GPU_GRAPH_PASSES``: ``legalize``, as
     composite ops such as dense or batch_norm have no kernel, and ``fold-constant``) and ``lower-to-loops`` first, then
     ``lower-to-gpu`` runs if it has not yet."""
     graph_funcs = [
@@ -265,14 +265,12 @@ def ensure_gpu_lowered(module: ModuleOp) -> ModuleOp:
     ]
     if graph_funcs:
         from dlc.context import make_context
-        from dlc.driver import GPU_GRAPH_PASSES as GRAPH_PASSES  # unrolls control flow
         from dlc.lowering.lower_to_loops import lower_module
-        from dlc.passes import PASSES
+        from dlc.passes import GPU_GRAPH_PASSES, load_pass
 
         ctx = make_context()
-        for name in GRAPH_PASSES:  # the same graph pipeline as the CPU target
-            if name in PASSES:
-                PASSES[name]()().apply(ctx, module)
+        for name in GPU_GRAPH_PASSES:  # the CPU target's graph pipeline, control flow unrolled first
+            load_pass(name)().apply(ctx, module)
         lower_module(module)
     if any(is_kernel(op) and "gpu.kernel" not in op.attributes for op in module.ops) or any(
         is_host(op) and "gpu.host" not in op.attributes for op in module.ops
