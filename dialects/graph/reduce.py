@@ -103,6 +103,9 @@ ReduceProdOp = _reduce("reduce_prod", lambda x, a, k: _acc(x).prod(axis=a, keepd
 
 
 class _ArgReduceOp(GraphOp):
+    axis = IntAttribute(default=0)
+    keepdims = BoolAttribute()
+    select_last_index = BoolAttribute()
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -140,9 +143,6 @@ class ArgMaxOp(_ArgReduceOp):
     """
 
     name = "graph.argmax"
-    axis = IntAttribute(default=0)
-    keepdims = BoolAttribute()
-    select_last_index = BoolAttribute()
 
     def reference(self, x):
         return self._arg(x, np.argmax)
@@ -158,9 +158,6 @@ class ArgMinOp(_ArgReduceOp):
     """
 
     name = "graph.argmin"
-    axis = IntAttribute(default=0)
-    keepdims = BoolAttribute()
-    select_last_index = BoolAttribute()
 
     def reference(self, x):
         return self._arg(x, np.argmin)
