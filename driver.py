@@ -459,3 +459,13 @@ def _bind_weights(module: ModuleOp, symbols: dict[str, str]) -> dict[str, np.nda
         out[symbol] = np.ascontiguousarray(store[name])
     return out
 
+
+def translate_to_llvm_ir(module: ModuleOp, entry: str | None = None) -> str:
+    """LLVM IR text (unoptimized) of ``module``: graph-level, loop-level or llvm-dialect IR
+    (``dlc-translate --to-llvm``). Runs whatever part of the pipeline the module still
+    needs. Modifies ``module``."""
+    from dlc.backends.llvm.translate import translate
+
+    meta = metadata_for(module, entry)
+    lower_to_llvm_dialect(module)
+    return str(translate(module, meta).module)

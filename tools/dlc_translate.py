@@ -80,7 +80,7 @@ class Translation:
 
 
 TRANSLATIONS: dict[str, Translation] = {
-    "to-llvm": Translation("dlc.backends.llvm", "translate_to_llvm_ir", "export", "LLVM IR text (lowers graph IR as needed)"),
+    "to-llvm": Translation("dlc.driver", "translate_to_llvm_ir", "export", "LLVM IR text (lowers graph IR as needed)"),
     "to-cuda": Translation("dlc.backends.cuda", "emit_cuda", "export", "one self-contained CUDA C++ .cu file",
                            ("CudaEmitError", "GpuLoweringError")),
     "to-ptx": Translation("dlc.backends.cuda", "emit_ptx", "export", "PTX assembly (--arch, default sm_90)",

@@ -44,16 +44,14 @@ Errors (syntax and meaning) are :class:`TEError` with ``line:col``.
 
 API: ``lower(text) -> ModuleOp`` (kernel ``@kernel`` + host ``@main``; loops
 named after the TE indices; a name an earlier statement used gets the tensor
-as suffix: ``i_E``; a reduction's init nest is ``i_init``...), ``compile(text_or_module, schedule=None) ->
-TEFunction`` (callable on numpy arrays, ``.module`` is the scheduled loop IR),
-``reference(text, *arrays)`` (numpy interpreter), ``import_te(path)``
-(``dlc-translate --from-te``).
+as suffix: ``i_E``; a reduction's init nest is ``i_init``...), ``reference(text, *arrays)`` (numpy interpreter), ``import_te(path)``
+(``dlc-translate --from-te``). Compiling a program to a callable is
+``dlc.te.compile`` (te.py, with the tools: it runs the whole pipeline).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
@@ -65,7 +63,7 @@ from dlc.frontends.te.syntax import TEError, parse
 KERNEL = "kernel"
 HOST = "main"
 
-__all__ = ["KERNEL", "HOST", "TEError", "TEFunction", "compile", "import_te", "lower", "program",
+__all__ = ["KERNEL", "HOST", "TEError", "import_te", "lower", "program",
            "reference"]
 
 
@@ -93,53 +91,6 @@ def reference(source: str | Program, *arrays: np.ndarray) -> list[np.ndarray]:
 
     prog = source if isinstance(source, Program) else program(source)
     return run_program(prog, list(arrays))
-
-
-class TEFunction:
-    """A compiled TE program: ``f(*inputs)`` returns the output array (a tuple
-    of arrays when the program has several outputs). ``module``: the loop-level
-    module as compiled (after scheduling); ``compiled``: the driver's
-    CompiledModule (``llvm_ir``, ``timings``, ``export``)."""
-
-    def __init__(self, compiled, module: ModuleOp):
-        self.compiled = compiled
-        self.module = module
-
-    def __call__(self, *arrays):
-        outs = self.compiled(*arrays)
-        return outs[0] if len(outs) == 1 else tuple(outs)
-
-    @property
-    def llvm_ir(self) -> str:
-        return self.compiled.llvm_ir
-
-
-def compile(source: str | ModuleOp, schedule: Callable | str | None = None,
-            num_threads: int | None = None, kernel: str = KERNEL) -> TEFunction:
-    """Compile TE text (or a module from :func:`lower`, perhaps scheduled) for the CPU.
-
-    ``schedule``: None -> the default schedules for text, the module as it is
-    for a module; ``"default"`` / ``"none"``; or a callable given the
-    kernel's :class:`~dlc.lowering.schedule.Schedule` (``lambda s: s.split("i", 8)``).
-    """
-    from dlc.driver import compile as compile_module
-    from dlc.lowering.schedule import Schedule, apply_default_schedules
-
-    if isinstance(source, ModuleOp):
-        module = source.clone()
-        default = "none"
-    else:
-        module = lower(source, kernel)
-        default = "default"
-    choice = default if schedule is None else schedule
-    if callable(choice):
-        choice(Schedule.of(module, kernel))
-    elif choice == "default":
-        apply_default_schedules(module)
-    elif choice != "none":
-        raise ValueError(f"schedule must be None, 'default', 'none' or a callable, got {choice!r}")
-    module.verify()
-    return TEFunction(compile_module(module, num_threads=num_threads), module)
 
 
 def import_te(path: str) -> ModuleOp:

@@ -1,4 +1,4 @@
-"""dlc.frontends.onnx.Backend: onnx's backend API, compiled to machine code."""
+"""dlc.onnx_backend.Backend: onnx's backend API, compiled to machine code."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from onnx import helper
 
 import dlc.evaluator
-from dlc.frontends.onnx import Backend
+from dlc.onnx_backend import Backend
 
 EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "small_cnn.onnx")
 

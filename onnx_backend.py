@@ -1,4 +1,6 @@
-"""`dlc.frontends.onnx.Backend`: onnx's backend API over dlc's full pipeline.
+"""`dlc.onnx_backend.Backend`: onnx's backend API over dlc's full pipeline
+(as `onnxruntime.backend`). It sits with the tools, above the ONNX frontend,
+because it runs the whole pipeline.
 
 ``Backend.prepare(model)`` imports the model and compiles it to machine code
 with ``dlc.compile`` (import -> graph passes -> loops -> schedules -> LLVM ->
@@ -15,6 +17,8 @@ import numpy as np
 import onnx
 from onnx.backend.base import Backend as _OnnxBackend
 from onnx.backend.base import BackendRep as _OnnxBackendRep
+
+from dlc.driver import compile as dlc_compile
 
 
 class BackendRep(_OnnxBackendRep):
@@ -48,8 +52,6 @@ class Backend(_OnnxBackend):
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> BackendRep:
         if not cls.supports_device(device):
             raise ValueError(f"dlc's ONNX backend runs on CPU, not {device}")
-        from dlc.driver import compile as dlc_compile
-
         return BackendRep(dlc_compile(model, num_threads=kwargs.get("num_threads")))
 
     @classmethod
