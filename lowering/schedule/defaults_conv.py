@@ -79,19 +79,15 @@ from dlc.lowering.schedule.defaults_dense import (
     _split_padding_columns,
     _vectorizable,
     _vectorize_copies,
-    host_has_avx512,
+    with_fused_epilogue,
 )
+from dlc.lowering.schedule.defaults_forms import form_error, form_schedule
 from dlc.lowering.schedule.epilogue import _fuse_into, fuse_epilogue
+from dlc.lowering.kernels.forms import CONV2D_FLAT
+from dlc.target import Target
 
 VECTOR = 16  # f32 lanes of the column loop (one zmm, two ymm)
-FLAT_NEST = ["n", "oc", "p", "ic", "kh", "kw"]
 PARALLEL_TAIL_WORK = 1 << 20  # FMAs of the tail tiles worth a second thread-team wake-up
-
-
-def is_flat_conv(s: Schedule) -> bool:
-    """A kernel of the flattened form (its loop names are kernels/conv.py's)."""
-    names = _names(s)
-    return all(n in names for n in FLAT_NEST) and _accumulator(s) is not None
 
 
 def _accumulator(s: Schedule):
@@ -110,17 +106,20 @@ def _channel_block(oc: int, most: int) -> int:
     return 1
 
 
-def schedule_conv2d_flat(s: Schedule) -> bool:
-    """The register-blocked schedule above on the flattened form; False if not that form."""
-    if not is_flat_conv(s):
-        return False
+@form_schedule(CONV2D_FLAT)
+@with_fused_epilogue
+def schedule_conv2d_flat(s: Schedule, machine: Target) -> bool:
+    """The register-blocked schedule above on the flattened form (kernels/conv.py)."""
     target = _accumulator(s)
+    if target is None:
+        raise form_error(s.kernel, CONV2D_FLAT, "the accumulation nest (loop 'p') does not store "
+                                                "into one buffer %outpad or %outflat")
     oc, p = s.loop("oc").trip_count, s.loop("p").trip_count
     ic, kh, kw = (s.loop(x).trip_count for x in ("ic", "kh", "kw"))
     # whole 16-column tiles, then one narrower tail tile (outflat's P = OH * OW, any size)
     cols = min(VECTOR, p)  # (P < 16: one narrow tile)
     p0, tail = p - p % cols, p % cols
-    ocb = _channel_block(oc, 8 if host_has_avx512() else 4)
+    ocb = _channel_block(oc, machine.conv_channel_block)
     x_bytes = s.kernel.body.block.args[0].type.get_shape()[1] * p * 4
     w_bytes = oc * ic * kh * kw * 4
     weight_major = x_bytes <= w_bytes

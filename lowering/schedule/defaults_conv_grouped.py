@@ -66,9 +66,10 @@ from dlc.lowering.schedule.defaults_dense import (
     _split_padding_columns,
     _vectorizable,
     _vectorize_copies,
-    apply_source_schedule,
-    host_has_avx512,
 )
+from dlc.lowering.schedule.defaults_forms import form_schedule
+from dlc.lowering.kernels.forms import CONV2D_DEPTHWISE, CONV2D_GROUPED
+from dlc.target import Target
 
 def _tiles_start_at_zero(s: Schedule, fill_name: str, target: str, copy_ins: list[str]) -> None:
     """Start the register tiles at 0 and drop the zero-fill nest `fill_name`.
@@ -106,9 +107,6 @@ def _whole_vectors(s: Schedule, names: list[str]) -> None:
                 loop.attributes["dlc.whole_vector"] = UnitAttr()
 
 
-GROUPED_NEST = ["n", "g", "oc", "p", "ic", "kh", "kw", "out_n"]
-
-
 # the parallel loop runs over (group, output-channel block), with the block's weight
 # padding, tail columns and copy-out inside, when it has at least this many iterations, an
 # even count or twice as many (2 threads: at most 1/32 idle at the end); otherwise over
@@ -118,22 +116,15 @@ BLOCK_MAJOR_MIN_ITERATIONS = 8
 BLOCK_MAJOR_ALWAYS = True  # also without tail columns (False: only with them)
 
 
-def is_grouped_conv(s: Schedule) -> bool:
-    """A kernel of the grouped form (its loop names are kernels/conv_grouped.py's)."""
-    names = _names(s)
-    return all(n in names for n in GROUPED_NEST)
-
-
-def schedule_conv2d_grouped(s: Schedule) -> bool:
-    """The register-blocked schedule above on the grouped form; False if not that form."""
-    if not is_grouped_conv(s):
-        return False
+@form_schedule(CONV2D_GROUPED)
+def schedule_conv2d_grouped(s: Schedule, target: Target) -> bool:
+    """The register-blocked schedule above on the grouped form (kernels/conv_grouped.py)."""
     groups, ocp, p = (s.loop(x).trip_count for x in ("g", "oc", "p"))
     ic, kh, kw = (s.loop(x).trip_count for x in ("ic", "kh", "kw"))
     # whole 16-column tiles, then one narrower tail tile (P = OH * OW when x is read in place)
     cols = min(VECTOR, p)
     p0, tail = p - p % cols, p % cols
-    ocb = _channel_block(ocp, 8 if host_has_avx512() else 4)
+    ocb = _channel_block(ocp, target.conv_channel_block)
     # per group: the input window a tile reads vs the group's weights
     x_bytes = ic * p * 4
     w_bytes = ocp * ic * kh * kw * 4
@@ -283,27 +274,19 @@ def _copy_out_per_group_block(s: Schedule, par: ForOp, ocb: int) -> None:
     copy.erase()
 
 
-DEPTHWISE_NEST = ["dw_n", "dw_c", "p", "kh", "kw", "out_h"]
 # a depthwise layer goes parallel from this many multiply-adds (x MIN_PARALLEL_ITERATIONS of
 # defaults.py: about 1M scalar ops, ~3 per multiply-add); below, a thread-team wake-up costs
 # more than the layer (ShuffleNet's 7x7 ones take ~20 us)
 DEPTHWISE_PARALLEL_FACTOR = 16
 
 
-def is_depthwise_conv(s: Schedule) -> bool:
-    """A kernel of the per-channel depthwise form (kernels/conv_grouped.py's loop names)."""
-    names = _names(s)
-    return all(n in names for n in DEPTHWISE_NEST)
-
-
-def schedule_conv2d_depthwise(s: Schedule) -> bool:
+@form_schedule(CONV2D_DEPTHWISE)
+def schedule_conv2d_depthwise(s: Schedule, target: Target) -> bool:
     """Per channel: a register tile of DW_VECTORS x 16 columns with the taps outside it,
     the copies vectorized; the channel loop parallel when the layer is big enough."""
     from dlc.lowering.kernels.conv_grouped import DW_VECTORS
     from dlc.lowering.schedule.defaults import MIN_PARALLEL_ITERATIONS
 
-    if not is_depthwise_conv(s):
-        return False
     n, oc, p = (s.loop(x).trip_count for x in ("dw_n", "dw_c", "p"))
     kh, kw = s.loop("kh").trip_count, s.loop("kw").trip_count
     vectors = min(DW_VECTORS, p // VECTOR)  # P is a multiple of VECTOR * vectors (the kernel's)
@@ -362,12 +345,3 @@ def _vector_rows(s: Schedule, name: str) -> None:
     s.split(name, ROW_VECTOR, name + "_o", name + "_v")
     s.vectorize(name + "_v")
     s.loop(name + "_v").attributes["dlc.whole_vector"] = UnitAttr()
-
-
-def _schedule_grouped_or_depthwise(s: Schedule) -> bool:
-    return schedule_conv2d_grouped(s) or schedule_conv2d_depthwise(s)
-
-
-def schedule_grouped(kernel) -> bool:
-    """Apply the grouped or depthwise conv schedule when `kernel` is of that form; True when applied."""
-    return apply_source_schedule(kernel, {"graph.conv2d": _schedule_grouped_or_depthwise})
