@@ -35,7 +35,7 @@ class TLoopDefaultSchedulePass(ModulePass):
         try:
             target = Target.from_string(self.target)
         except TargetError as err:
-            raise PassFailedException(f"tloop-default-schedule: {err}") from None
+            raise PassFailedException(str(err)) from None
         try:
             apply_default_schedules(op, target, self.min_parallel_iterations)
         except FormError as err:

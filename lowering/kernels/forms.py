@@ -7,8 +7,9 @@ loop names; ``lowering/schedule/defaults.py`` looks the form up in
 naming kernel, form and what is missing) when the kernel does not hold what the
 form promises. Kernels without a form get the generic schedule only.
 
-Each form names the loops its schedule addresses (``FORM_LOOPS``): the generator
-must emit them, and the dispatcher checks them before the schedule runs.
+Each form names the loops and buffers its schedule addresses (``FORM_LOOPS``,
+``FORM_BUFFERS``): the generator must emit them, and the dispatcher checks them
+before the schedule runs.
 """
 
 from __future__ import annotations
@@ -38,6 +39,17 @@ FORM_LOOPS: dict[str, tuple[str, ...]] = {
     CONV2D_NCHWC: ("n", "ocb", "oh", "ow", "oc", "icb", "kh", "kw", "ic"),
     POOL2D_NCHWC: ("n", "cb", "oh", "ow"),
     MATMUL: ("m", "n", "k"),
+}
+# the buffers (arguments or scratch, by name) each form's schedule addresses; the flat
+# form's accumulator is %outpad or %outflat (its schedule checks which)
+FORM_BUFFERS: dict[str, tuple[str, ...]] = {
+    CONV2D_DIRECT: ("out",),
+    CONV2D_FLAT: (),
+    CONV2D_GROUPED: ("outpad",),
+    CONV2D_DEPTHWISE: ("row",),
+    CONV2D_NCHWC: ("out",),
+    POOL2D_NCHWC: (),
+    MATMUL: ("a", "b", "out"),
 }
 FORMS = tuple(FORM_LOOPS)
 

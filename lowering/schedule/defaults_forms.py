@@ -4,7 +4,8 @@
 ``schedule(s: Schedule, target: Target) -> bool``; the modules below register
 their schedules when the table is first read. :func:`apply_form_schedule` is
 the one dispatcher: it checks the loops the form promises (``FORM_LOOPS``) and
-raises :class:`FormError` naming kernel, form and what is missing, instead of
+and buffers (``FORM_BUFFERS``) and raises :class:`FormError` naming kernel, form and
+what is missing, instead of
 dropping the kernel to the generic schedule. A schedule that finds the form's
 contract broken (a buffer it needs absent) raises FormError too. Other
 ScheduleErrors are shapes a schedule's steps refuse: the kernel keeps the
@@ -18,7 +19,9 @@ from collections.abc import Callable
 from xdsl.dialects import func
 
 from dlc.dialects.tloop import ForOp
-from dlc.lowering.kernels.forms import FORM_LOOPS, form_of
+from xdsl.dialects.builtin import MemRefType
+
+from dlc.lowering.kernels.forms import FORM_BUFFERS, FORM_LOOPS, form_of
 from dlc.lowering.schedule.core import Schedule, ScheduleError, kernel_name, loop_name
 from dlc.registry import Registry
 from dlc.target import Target
@@ -57,6 +60,12 @@ def apply_form_schedule(kernel: func.FuncOp, target: Target) -> bool:
     if missing:
         raise form_error(kernel, form, f"no loop named {', '.join(repr(m) for m in missing)} "
                                        "(its schedule addresses the form's loops by name)")
+    buffers = {v.name_hint for v in kernel.body.block.args} | {
+        v.name_hint for op in kernel.walk() for v in op.results if isinstance(v.type, MemRefType)}
+    missing = [name for name in FORM_BUFFERS[form] if name not in buffers]
+    if missing:
+        raise form_error(kernel, form, f"no buffer named {', '.join('%' + m for m in missing)} "
+                                       "(its schedule addresses the form's buffers by name)")
     try:
         return schedule(Schedule(kernel), target)
     except FormError:
