@@ -69,6 +69,12 @@ SKINNY_BLOCKS = 2  # column blocks of a skinny product (parallel work units)
 CONTRACT = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
 
 
+def f32_output(kernel: func.FuncOp) -> bool:
+    """The kernel writes an f32 memref (what the register-tiled schedules are for)."""
+    out_t = kernel.function_type.inputs.data[-1]
+    return isinstance(out_t, MemRefType) and str(out_t.element_type) == "f32"
+
+
 def _allow_contract(kernel: func.FuncOp, only_in_k_loops: bool = False) -> None:
     """Let LLVM fuse the accumulation's mul + add into an FMA (one rounding). With
     `only_in_k_loops`, only the ops inside loops named k... (the matmul's reduction), not a
@@ -173,8 +179,7 @@ def with_fused_epilogue(schedule):
 def schedule_matmul(s: Schedule, target: Target) -> bool:
     """The blocked GEMM schedule above; False (kernel untouched) when it does not apply."""
     kernel = s.kernel
-    out_t = kernel.function_type.inputs.data[-1]
-    if not isinstance(out_t, MemRefType) or str(out_t.element_type) != "f32":
+    if not f32_output(kernel):
         return False
     names = _names(s)
     if not {"m", "n", "k"} <= set(names):
@@ -370,8 +375,7 @@ def _nest_of(s: Schedule, innermost: str) -> list[str]:
 def schedule_conv2d(s: Schedule, target: Target) -> bool:
     """Output-channel blocked, column-vectorized direct conv; False when it does not apply."""
     kernel = s.kernel
-    out_t = kernel.function_type.inputs.data[-1]
-    if not isinstance(out_t, MemRefType) or str(out_t.element_type) != "f32":
+    if not f32_output(kernel):
         return False
     names = _names(s)
     if names[:4] != ["n", "oc", "oh", "ow"] or not {"ic", "kh", "kw"} <= set(names):

@@ -35,7 +35,7 @@ scalarizes them first and the SLP vectorizer rebuilds the tile from 4- and
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import MemRefType, UnitAttr
+from xdsl.dialects.builtin import UnitAttr
 
 from dlc.dialects.tloop import ForOp
 
@@ -46,6 +46,7 @@ from dlc.lowering.schedule.defaults_dense import (
     _names,
     _schedule_init,
     _vectorizable,
+    f32_output,
 )
 from dlc.lowering.schedule.defaults_forms import form_schedule
 from dlc.lowering.kernels.forms import CONV2D_NCHWC, POOL2D_NCHWC
@@ -94,8 +95,7 @@ def register_tile_blocks(oh: int, ow: int, blocks: int) -> tuple[int, int, int]:
 def schedule_conv2d_nchwc(s: Schedule, target: Target) -> bool:
     """The register-tiled schedule above; False (kernel untouched) when it does not apply."""
     kernel = s.kernel
-    out_t = kernel.function_type.inputs.data[-1]
-    if not isinstance(out_t, MemRefType) or str(out_t.element_type) != "f32":
+    if not f32_output(kernel):
         return False
     names = _names(s)
     if names[:5] != ["n", "ocb", "oh", "ow", "oc"] or not {"icb", "kh", "kw", "ic"} <= set(names):
