@@ -26,6 +26,7 @@ from xdsl.utils.exceptions import DiagnosticException
 import dlc.frontends.te  # noqa: F401  (graph.custom's "te" language and kernel)
 from dlc.passes import GPU_GRAPH_PASSES, GRAPH_PASSES  # noqa: F401  (the graph pipelines live in passes.py)
 from dlc.runtime.native import EntryPoint, NativeModule, Spec, metadata_json
+from dlc.target import Target, TargetError
 from dlc.weights import attach, load_for_module, store_of
 
 HOST_ATTR = "tloop.host"
@@ -229,20 +230,40 @@ def _level(module: ModuleOp) -> str:
     return "llvm"
 
 
-def _run_pass(name: str, module: ModuleOp, required: bool) -> bool:
+def run_pass(spec: str, module: ModuleOp) -> None:
+    """Run one pass of the registry (``dlc.passes.PASSES``) on `module`, given as dlc-opt
+    does: ``name`` or ``name{option=value ...}``. A pass that is not registered or cannot
+    load (its module fails to import) stops the compile with one line saying why."""
+    from xdsl.utils.arg_spec import parse_pipeline
+
     from dlc.context import make_context
     from dlc.passes import PASSES
 
     try:
-        pass_cls = PASSES[name]()
-    except (KeyError, ImportError, AttributeError):
-        if required:
-            raise CompileError(f"pass '{name}' is not available in this build") from None
-        return False
+        (pass_spec,) = parse_pipeline(spec)
+    except BaseException as err:  # xDSL's ArgSpecParseError is a BaseException
+        raise CompileError(f"bad pass spec '{spec}': {err}") from None
+    name = pass_spec.name
+    if name not in PASSES:
+        raise CompileError(f"pass '{name}' is not registered (dlc.passes.PASSES)")
     try:
-        pass_cls().apply(make_context(), module)
+        pass_cls = PASSES[name]()
+    except Exception as err:  # an import error or a syntax error in the pass: never skipped
+        raise CompileError(f"pass '{name}' cannot load: {type(err).__name__}: {err}") from err
+    try:
+        instance = pass_cls.from_pass_spec(pass_spec)
+    except Exception as err:
+        raise CompileError(f"{name}: bad options in '{spec}': {err}") from None
+    try:
+        instance.apply(make_context(), module)
     except DiagnosticException as err:
         raise CompileError(_one_line(err, name)) from None
+
+
+def _run_pass(spec: str, module: ModuleOp, required: bool = True) -> bool:
+    """:func:`run_pass` (the name the pipeline calls, so that bench/models.py can wrap it).
+    ``required`` is no longer read: every pass of the pipeline must load."""
+    run_pass(spec, module)
     return True
 
 
@@ -269,43 +290,42 @@ def graph_passes(layout: str | None = None) -> tuple[str, ...]:
     return GRAPH_PASSES[:at] + ("alter-op-layout",) + GRAPH_PASSES[at:]
 
 
+def schedule_pass(target: Target | None = None) -> str:
+    """The default-schedule pass spec for `target` (default: the host)."""
+    target = Target.host() if target is None else target
+    return f'tloop-default-schedule{{target="{target}"}}'
+
+
 def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = None,
-                          layout: str | None = None) -> None:
-    """Run the stages ``module`` still needs to reach the llvm dialect (in place)."""
+                          layout: str | None = None, target: Target | None = None) -> None:
+    """Run the stages ``module`` still needs to reach the llvm dialect (in place), each a
+    pass of the registry; schedules plan for `target` (default: the host)."""
     timings = timings if timings is not None else {}
     if _level(module) == "graph":
         for name in graph_passes(layout):
             with _timed(timings, name):
-                _run_pass(name, module, required=False)
-        from dlc.lowering.kernels.conv import flat_conv_form
-
-        with _timed(timings, "lower-to-loops"), flat_conv_form():  # CPU-only conv form
-            _run_pass("lower-to-loops", module, required=True)
+                _run_pass(name, module)
+        with _timed(timings, "lower-to-loops"):
+            _run_pass("lower-to-loops{flat-conv=true}", module)  # the CPU kernel forms
         with _timed(timings, "schedule"):
-            _apply_default_schedules(module)
+            _run_pass(schedule_pass(target), module)
     if _level(module) == "loops":
         with _timed(timings, "expand-math"):
-            _run_pass("expand-math", module, required=False)  # vectorizable exp/log/tanh/erf
+            _run_pass("expand-math", module)  # vectorizable exp/log/tanh/erf
         with _timed(timings, "plan-workspace"):
-            _run_pass("plan-workspace", module, required=False)  # reused buffers, no malloc per call
+            _run_pass("plan-workspace", module)  # reused buffers, no malloc per call
     if _level(module) == "loops":
         with _timed(timings, "lower-to-llvm"):
-            _run_pass("lower-to-llvm", module, required=True)
+            _run_pass("lower-to-llvm", module)
     try:
         module.verify()
     except DiagnosticException as err:
         raise CompileError(_one_line(err, "lower-to-llvm (verify)")) from None
 
 
-def _apply_default_schedules(module: ModuleOp) -> None:
-    try:
-        from dlc.lowering.schedule import apply_default_schedules
-    except ImportError:
-        return
-    try:
-        apply_default_schedules(module)
-    except DiagnosticException as err:
-        raise CompileError(_one_line(err, "schedule")) from None
+def _apply_default_schedules(module: ModuleOp, target: Target | None = None) -> None:
+    """The default schedules of every kernel, for `target` (default: the host)."""
+    _run_pass(schedule_pass(target), module)
 
 
 @contextmanager
@@ -378,10 +398,14 @@ class CompiledModule:
         return path
 
 
-def compile(source, example_args=None, target: str = "llvm", entry: str | None = None,
+def compile(source, example_args=None, target: str | Target = "llvm", entry: str | None = None,
             num_threads: int | None = None, opt: int = 3, layout: str | None = None) -> CompiledModule:
     """Compile ``source`` (MLIR text, .mlir/.onnx/.tflite/.pt2 path, onnx.ModelProto, ModuleOp,
     torch ExportedProgram, or a torch nn.Module with ``example_args``) for the host CPU.
+
+    ``target``: "llvm" (the host), "cuda", or a ``dlc.target.Target`` / target string
+    (``"llvm -mcpu=skylake-avx512"``) the schedules plan for; the code still runs here,
+    so it must be one this machine runs.
 
     ``num_threads``: threads for parallel loops (default: env ``DLC_NUM_THREADS``,
     else all cores). ``entry``: the default entry point (default ``@main`` or the
@@ -389,10 +413,17 @@ def compile(source, example_args=None, target: str = "llvm", entry: str | None =
     in the blocked NCHW16c layout (alter-op-layout), "NCHW" keeps plain layouts
     (default: env ``DLC_LAYOUT``, else "NCHWc").
     """
-    if target == "cuda":
+    if isinstance(target, str):
+        if target == "cuda":
+            return _compile_cuda(source, entry, example_args)
+        if target.split(" ", 1)[0] != "llvm":
+            raise CompileError(f"unknown target '{target}' (dlc.compile supports 'llvm' and 'cuda')")
+        try:
+            target = Target.from_string(target)  # "llvm": the host, once here
+        except TargetError as err:
+            raise CompileError(str(err)) from None
+    elif target.kind == "cuda":
         return _compile_cuda(source, entry, example_args)
-    if target != "llvm":
-        raise CompileError(f"unknown target '{target}' (dlc.compile supports 'llvm' and 'cuda')")
     if num_threads is not None and num_threads < 0:
         raise CompileError(f"num_threads must be >= 0, got {num_threads}")
     from dlc.backends.llvm.jit import JITError, JITModule
@@ -407,7 +438,7 @@ def compile(source, example_args=None, target: str = "llvm", entry: str | None =
                            "entry-point metadata: compile graph- or loop-level IR)")
     default = _default_entry(entries, entry)
     meta = metadata_for(module, default, num_threads)
-    lower_to_llvm_dialect(module, timings, layout)
+    lower_to_llvm_dialect(module, timings, layout, target)
     with _timed(timings, "translate"):
         try:
             translation = translate(module, meta)

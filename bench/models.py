@@ -52,7 +52,7 @@ def _disable_passes(names: set[str]):
 
     original = driver._run_pass
 
-    def run_pass(name, module, required):
+    def run_pass(name, module, required=True):
         if name in names:
             return False
         return original(name, module, required)

@@ -62,6 +62,7 @@ from xdsl.utils.exceptions import VerifyException
 
 LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
 KERNEL_ATTR = "tloop.kernel"
+FORM_ATTR = "tloop.form"  # a kernel's form (lowering/kernels/forms.py): picks its default schedule
 
 
 @irdl_op_definition

@@ -26,7 +26,7 @@ from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
 from dlc.dialects.graph_base import GraphOp
-from dlc.lowering.kernels import generator_for
+from dlc.lowering.kernels import generate, generator_for
 from dlc.lowering.kernels.builder import Epilogue, epilogue
 from dlc.lowering.kernels.elementwise import broadcast_indices, scalar_compute
 
@@ -93,7 +93,7 @@ def group_key(group: Sequence[GraphOp]) -> tuple:
     return ("fused", tuple(parts))
 
 
-def fused_kernel(group: Sequence[GraphOp], name: str) -> func.FuncOp:
+def fused_kernel(group: Sequence[GraphOp], name: str, options=None) -> func.FuncOp:
     """One kernel computing the whole group (see module docstring)."""
     anchor, chain = group[0], list(group[1:])
     extras = group_extras(group)
@@ -118,4 +118,4 @@ def fused_kernel(group: Sequence[GraphOp], name: str) -> func.FuncOp:
 
     suffix = "".join("+" + op.name.removeprefix("graph.") for op in chain)
     with epilogue(Epilogue([v.type for v in extras], apply, suffix)):
-        return generator_for(anchor.name)(anchor, name)
+        return generate(anchor, name, options)  # options: lower-to-loops' KernelOptions

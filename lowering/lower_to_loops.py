@@ -33,7 +33,8 @@ from xdsl.passes import ModulePass
 from dlc.dialects.graph import IfOp, LoopOp, ScanOp, YieldOp, is_composite
 from dlc.dialects.graph_base import GraphOp
 from dlc.lowering.bufferize import bufferize_function
-from dlc.lowering.kernels import generator_for
+from dlc.lowering.kernels import generate, generator_for
+from dlc.lowering.kernels.forms import KernelOptions
 from dlc.lowering.kernels.control_flow import read_row_kernel, write_row_kernel, zero_kernel
 from dlc.lowering.kernels.movement import copy_kernel
 from dlc.diagnostics import OpError
@@ -92,7 +93,8 @@ def _check_block(block) -> None:
 class KernelCache:
     """Generates kernels, sharing one kernel between identical ops."""
 
-    def __init__(self) -> None:
+    def __init__(self, options: KernelOptions = KernelOptions()) -> None:
+        self.options = options
         self.kernels: list[func.FuncOp] = []
         self._by_key: dict[tuple, str] = {}
         self._names: set[str] = set()
@@ -122,7 +124,7 @@ class KernelCache:
         if symbol is None:
             symbol = self._unique(name)
             try:
-                self.kernels.append(generator_for(op.name)(op, symbol))
+                self.kernels.append(generate(op, symbol, self.options))
             except LoweringError:
                 raise
             except Exception as err:  # a generator bug must still name the op
@@ -141,7 +143,7 @@ class KernelCache:
                 raise LoweringError(group[-1], f"fused group: {problem}")
             symbol = self._unique(name)
             try:
-                self.kernels.append(fused_kernel(group, symbol))
+                self.kernels.append(fused_kernel(group, symbol, self.options))
             except LoweringError:
                 raise
             except Exception as err:  # a generator bug must still name the op
@@ -185,10 +187,11 @@ def is_graph_function(op: Operation) -> bool:
     )
 
 
-def lower_module(module: ModuleOp, reuse_buffers: bool = True) -> None:
-    """Replace every graph function of ``module`` by kernels + a host function."""
+def lower_module(module: ModuleOp, reuse_buffers: bool = True, flat_conv: bool = False) -> None:
+    """Replace every graph function of ``module`` by kernels + a host function.
+    ``flat_conv``: the CPU kernel forms (kernels/forms.py: KernelOptions)."""
     store = store_of(module)
-    cache = KernelCache()
+    cache = KernelCache(KernelOptions(flat_conv=flat_conv))
     graph_fns = [op for op in module.ops if is_graph_function(op)]
     for fn in graph_fns:
         check_lowerable(fn)
@@ -220,13 +223,9 @@ class LowerToLoopsPass(ModulePass):
     name = "lower-to-loops"
 
     reuse_buffers: bool = True
-    # the CPU conv2d form of kernels/conv.py; None: the caller's choice (dlc.compile: on)
-    flat_conv: bool | None = None
+    # the CPU kernel forms: the flat conv2d of kernels/conv.py (and its grouped / depthwise
+    # forms) and the row-vectorized pools; dlc.compile turns it on, the GPU lowering not
+    flat_conv: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        from contextlib import nullcontext
-
-        from dlc.lowering.kernels.conv import flat_conv_form
-
-        with nullcontext() if self.flat_conv is None else flat_conv_form(self.flat_conv):
-            lower_module(op, self.reuse_buffers)
+        lower_module(op, self.reuse_buffers, self.flat_conv)

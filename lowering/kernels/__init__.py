@@ -1,7 +1,9 @@
 """Kernel generators of lower-to-loops, one module per op class.
 
 ``KERNELS`` maps a graph op name to ``generate(op, name) -> func.FuncOp``; the
-modules listed register themselves with :func:`kernel` when imported.
+modules listed register themselves with :func:`kernel` when imported. Generators
+registered with ``options=True`` also take lower-to-loops' ``KernelOptions``
+(kernels/forms.py): call every generator through :func:`generate`.
 """
 
 from __future__ import annotations
@@ -22,5 +24,22 @@ KERNELS: Registry[KernelGenerator] = Registry(
                      "nchwc_ops", "pool", "reduce", "resize", "simple", "softmax", "spatial")
     ],
 )
-kernel = KERNELS.register  # @kernel("graph.add", ...) registers a generator
 generator_for = KERNELS.lookup
+_TAKES_OPTIONS: set[str] = set()  # ops whose generator is generate(op, name, options)
+
+
+def kernel(*names: str, options: bool = False) -> Callable[[KernelGenerator], KernelGenerator]:
+    """@kernel("graph.add", ...) registers a generator; ``options=True``: it takes the
+    lower-to-loops options as a third argument."""
+    if options:
+        _TAKES_OPTIONS.update(names)
+    return KERNELS.register(*names)
+
+
+def generate(op: GraphOp, name: str, options) -> func.FuncOp:
+    """The kernel of `op` named `name`, built with lower-to-loops' ``options``."""
+    from dlc.lowering.kernels.forms import KernelOptions
+
+    options = KernelOptions() if options is None else options
+    generator = KERNELS[op.name]
+    return generator(op, name, options) if op.name in _TAKES_OPTIONS else generator(op, name)

@@ -156,8 +156,14 @@ class KernelBuilder:
         self.store(self.epilogue_value(value, out_idx), self.outputs[0], out_idx)
 
     # -- finishing ---------------------------------------------------------------
-    def finish(self) -> func.FuncOp:
+    def finish(self, form: str | None = None) -> func.FuncOp:
+        """The kernel; ``form``: its kernel form (kernels/forms.py), which picks its
+        default schedule (kernels without one get the generic schedule)."""
         self.entry.add_op(func.ReturnOp())
+        if form is not None:
+            from dlc.lowering.kernels.forms import stamp_form
+
+            stamp_form(self.func, form)
         return self.func
 
     # -- emission ----------------------------------------------------------------
@@ -395,6 +401,49 @@ class KernelBuilder:
         """``cond ? buf[indices] : fill`` as load + ``arith.select`` (indices must be valid)."""
         value = self.load(buf, indices)
         return value if cond is None else self.select(cond, value, fill)
+
+    # -- buffers -------------------------------------------------------------------
+    def row_major_view(self, source: SSAValue, shape: list[int], hint: str | None = None) -> SSAValue:
+        """``source``'s data seen as a row-major memref of ``shape`` (no copy)."""
+        strides = [1] * len(shape)
+        for i in range(len(shape) - 2, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1]
+        view = self.emit(memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides,
+                                                  MemRefType(source.type.element_type, shape)))
+        if hint is not None:
+            view.name_hint = hint
+        return view
+
+    def copy_phase_planes(self, x: SSAValue, xp: SSAValue, lead: Sequence[tuple[str, int]], x_lead,
+                          xp_lead, *, h: int, w: int, sh: int, sw: int, pt: int, pl: int,
+                          rph: int, cph: int, rows: int, wq: int, zero: SSAValue) -> None:
+        """The zero-padded phase-plane copy of the flat conv forms (kernels/conv.py):
+        ``xp[*xp_lead, (a * cph + b) * PLANE + r * WQ + q] = padded x[*x_lead, r * sh + a - pt,
+        q * sw + b - pl]`` (0 outside ``x``), ``PLANE = rows * WQ``.
+
+        Loops: ``lead``'s (name, extent) pairs, then ``pad_a`` / ``pad_b`` (only with
+        more than one row / column phase), ``pad_r``, ``pad_q`` (schedules address them).
+        ``x_lead(ivs)`` / ``xp_lead(ivs)``: the leading indices of each buffer, from the
+        ``lead`` loops' induction variables."""
+        names, uppers = [name for name, _ in lead], [extent for _, extent in lead]
+        if rph > 1:
+            names, uppers = names + ["pad_a"], uppers + [rph]
+        if cph > 1:
+            names, uppers = names + ["pad_b"], uppers + [cph]
+        plane = rows * wq
+        with self.loops(names + ["pad_r", "pad_q"], uppers + [rows, wq]) as ivs:
+            lead_ivs, phase_ivs, (iv_r, iv_q) = ivs[:len(lead)], ivs[len(lead):-2], ivs[-2:]
+            iv_a = phase_ivs[0] if rph > 1 else 0
+            iv_b = phase_ivs[-1] if cph > 1 else 0
+            ih, h_ok = self.clamp_index(self.iadd(self.iadd(self.imul(iv_r, sh), iv_a), -pt), 0, h,
+                                        -pt, (rows - 1) * sh + rph - 1 - pt)
+            iw, w_ok = self.clamp_index(self.iadd(self.iadd(self.imul(iv_q, sw), iv_b), -pl), 0, w,
+                                        -pl, (wq - 1) * sw + cph - 1 - pl)
+            inside = self.all_of([cond for cond in (h_ok, w_ok) if cond is not None])
+            value = self.load_or(x, [*x_lead(lead_ivs), ih, iw], inside, zero)
+            phase = self.iadd(self.imul(iv_a, cph), iv_b)
+            self.store(value, xp, [*xp_lead(lead_ivs),
+                                   self.iadd(self.imul(phase, plane), self.iadd(self.imul(iv_r, wq), iv_q))])
 
     # -- scalar arithmetic dispatched on the graph element type -------------------
     def add(self, a, b, et):

@@ -12,7 +12,7 @@ receives input row ``iy`` through kernel row ``kh`` when
 ``y + pad_top - kh * dilation = iy * stride``; the guard checks divisibility
 and bounds.
 
-On the CPU (inside :func:`flat_conv_form`, which the driver sets), f32 NCHW
+On the CPU (``lower-to-loops{flat-conv=true}``, which the driver sets), f32 NCHW
 convolutions use the *flattened padded* form instead (any stride, dilation,
 padding, groups):
 
@@ -50,17 +50,16 @@ and moves an in-place epilogue into the tiles' write-back.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from dataclasses import dataclass
 
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import Float32Type, MemRefType
+from xdsl.dialects.builtin import Float32Type
 
 from dlc.dialects.graph import _window_attrs
 from dlc.dialects.graph_base import GraphOp
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import KernelBuilder
+from dlc.lowering.kernels.forms import CONV2D_DEPTHWISE, CONV2D_DIRECT, CONV2D_FLAT, CONV2D_GROUPED, KernelOptions
 
 
 def _nchw_index(layout: str, n, c, h, w):
@@ -69,29 +68,6 @@ def _nchw_index(layout: str, n, c, h, w):
 
 def _oihw_index(layout: str, o, i, h, w):
     return [h, w, i, o] if layout == "HWIO" else [o, i, h, w]
-
-
-_FLAT_FORM: ContextVar[bool] = ContextVar("dlc_flat_conv_form", default=False)
-
-
-@contextmanager
-def flat_conv_form(enabled: bool = True) -> Iterator[None]:
-    """Kernels generated inside this block may use the flattened padded form.
-
-    Off by default: it is a CPU form (its heap scratch and three nests do not
-    suit the GPU lowering); the CPU driver turns it on around lower-to-loops.
-    """
-    token = _FLAT_FORM.set(enabled)
-    try:
-        yield
-    finally:
-        _FLAT_FORM.reset(token)
-
-
-def flat_form_enabled() -> bool:
-    """Whether kernels are being generated inside :func:`flat_conv_form` (the
-    CPU driver's kernel forms: the flat conv and the row-vectorized pools)."""
-    return _FLAT_FORM.get()
 
 
 FLAT_TILE = 16  # P (flattened output columns) is a multiple of the schedule's column tile
@@ -107,9 +83,9 @@ def _phases(k: int, dilation: int, stride: int) -> int:
     return 1 if all(t * dilation % stride == 0 for t in range(k)) else stride
 
 
-def flat_conv_plan(op: GraphOp) -> dict | None:
+def flat_conv_plan(op: GraphOp, options: KernelOptions) -> dict | None:
     """Sizes of the flattened padded form for `op`, or None when it does not apply."""
-    if not flat_form_enabled():
+    if not options.flat_conv:
         return None
     x_t, w_t = (o.type for o in op.operands)
     out_t = op.results[0].type
@@ -147,17 +123,6 @@ def _split_tap(kb: KernelBuilder, iv, k: int, dilation: int, stride: int, phases
     return kb.irem(tap, stride), kb.idiv(tap, stride)
 
 
-def _row_major_view(kb: KernelBuilder, source, shape: list[int], hint: str):
-    """``source``'s data seen as a row-major memref of ``shape`` (no copy)."""
-    strides = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        strides[i] = strides[i + 1] * shape[i + 1]
-    view = kb.emit(memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides,
-                                            MemRefType(source.type.element_type, shape)))
-    view.name_hint = hint
-    return view
-
-
 def _flat_extras(kb: KernelBuilder, oh: int, ow: int) -> list | None:
     """The fused epilogue's extra inputs, addressable at ``[n, c, 0, p]`` (``p = oh * OW + ow``,
     numpy broadcasting over the output ``[N, C, OH, OW]``): one whose last two dimensions are
@@ -170,7 +135,7 @@ def _flat_extras(kb: KernelBuilder, oh: int, ow: int) -> list | None:
         if plane == [1, 1]:
             extras.append(buf)
         elif plane == [oh, ow]:
-            extras.append(_row_major_view(kb, buf, (shape[:-2] + [1, oh * ow])[-len(shape):], "extra_flat"))
+            extras.append(kb.row_major_view(buf, (shape[:-2] + [1, oh * ow])[-len(shape):], "extra_flat"))
         else:
             return None
     return extras
@@ -200,36 +165,22 @@ def _lower_conv2d_flat(op: GraphOp, name: str, plan: dict) -> func.FuncOp:
     in_place = (sh == sw == 1 and g["pt"] == g["pl"] == 0 and wq == g["w"] and last_read < g["h"] * g["w"])
     zero = kb.const(0, et)
     if in_place:  # the input plane is the padded plane and no read passes its end
-        xp = _row_major_view(kb, kb.inputs[0], [n, c, g["h"] * g["w"]], "xflat")
+        xp = kb.row_major_view(kb.inputs[0], [n, c, g["h"] * g["w"]], "xflat")
     else:
         # heap scratch: megabytes for ResNet's early layers, too much for a thread's stack
         xp = kb.emit(memref.AllocOp.get(et, shape=[n, c, rph * cph * plane]))
         xp.name_hint = "xpad"
     if direct_out:
-        outp = _row_major_view(kb, kb.outputs[0], [n, o, p], "outflat")
+        outp = kb.row_major_view(kb.outputs[0], [n, o, p], "outflat")
     else:
         outp = kb.emit(memref.AllocOp.get(et, shape=[n, o, p]))
         outp.name_hint = "outpad"
     # 1. zero-padded phase planes: plane (a, b), row r, column q holds the padded input's
     #    (r * sh + a, q * sw + b) (one plane when the stride is 1)
     if not in_place:
-        names, uppers = ["pad_n", "pad_c"], [n, c]
-        if rph > 1:
-            names, uppers = names + ["pad_a"], uppers + [rph]
-        if cph > 1:
-            names, uppers = names + ["pad_b"], uppers + [cph]
-        with kb.loops(names + ["pad_r", "pad_q"], uppers + [rows, wq]) as ivs:
-            iv_n, iv_c, *phase_ivs, iv_r, iv_q = ivs
-            iv_a = phase_ivs[0] if rph > 1 else 0
-            iv_b = phase_ivs[-1] if cph > 1 else 0
-            ih, h_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_r, sh), iv_a), -g["pt"]), 0, g["h"],
-                                      -g["pt"], (rows - 1) * sh + rph - 1 - g["pt"])
-            iw, w_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_q, sw), iv_b), -g["pl"]), 0, g["w"],
-                                      -g["pl"], (wq - 1) * sw + cph - 1 - g["pl"])
-            inside = kb.all_of([cond for cond in (h_ok, w_ok) if cond is not None])
-            value = kb.load_or(kb.inputs[0], [iv_n, iv_c, ih, iw], inside, zero)
-            phase = kb.iadd(kb.imul(iv_a, cph), iv_b)
-            kb.store(value, xp, [iv_n, iv_c, kb.iadd(kb.imul(phase, plane), kb.iadd(kb.imul(iv_r, wq), iv_q))])
+        kb.copy_phase_planes(kb.inputs[0], xp, [("pad_n", n), ("pad_c", c)], list, list, h=g["h"], w=g["w"],
+                             sh=sh, sw=sw, pt=g["pt"], pl=g["pl"], rph=rph, cph=cph, rows=rows, wq=wq,
+                             zero=zero)
     # 2. accumulation over the flattened output: tap (kh, kw) of output p reads its phase
     #    plane at p + (kh*dh // sh) * wq + kw*dw // sw, stride 1 in p
     with kb.loops(["n", "oc", "p"], [n, o, p]) as (iv_n, iv_o, iv_p):
@@ -259,22 +210,46 @@ def _lower_conv2d_flat(op: GraphOp, name: str, plan: dict) -> func.FuncOp:
             kb.store(kb.epilogue_value(value, ivs), kb.outputs[0], ivs)
     for scratch in ([] if in_place else [xp]) + ([] if direct_out else [outp]):
         kb.emit(memref.DeallocOp.get(scratch))
-    return kb.finish()
+    return kb.finish(CONV2D_FLAT)
 
 
-def _grouped_form(op: GraphOp, name: str, plan: dict) -> func.FuncOp | None:
-    from dlc.lowering.kernels.conv_grouped import lower_conv2d_depthwise, lower_conv2d_grouped
+@dataclass(frozen=True)
+class ConvPlan:
+    """How a conv2d is lowered: its kernel form (kernels/forms.py) and that form's sizes.
 
-    return lower_conv2d_grouped(op, name, plan) or lower_conv2d_depthwise(op, name, plan)
+    ``flat``: the flattened padded form's sizes (:func:`flat_conv_plan`; also the grouped
+    and depthwise forms'); ``extra``: the grouped / depthwise form's own (conv_grouped.py)."""
+
+    form: str
+    flat: dict | None = None
+    extra: dict | None = None
 
 
-@kernel("graph.conv2d")
-def lower_conv2d(op: GraphOp, name: str) -> func.FuncOp:
-    plan = flat_conv_plan(op)
-    if plan is not None and (grouped := _grouped_form(op, name, plan)) is not None:
-        return grouped  # grouped and depthwise forms: kernels/conv_grouped.py
-    if plan is not None:
-        return _lower_conv2d_flat(op, name, plan)
+def plan_conv2d(op: GraphOp, options: KernelOptions) -> ConvPlan:
+    """The form of `op`'s kernel: grouped, depthwise, flat (the CPU forms, when they
+    apply), else the direct form."""
+    from dlc.lowering.kernels.conv_grouped import depthwise_plan, grouped_plan
+
+    flat = flat_conv_plan(op, options)
+    if flat is None:
+        return ConvPlan(CONV2D_DIRECT)
+    if (extra := grouped_plan(flat)) is not None:
+        return ConvPlan(CONV2D_GROUPED, flat, extra)
+    if (extra := depthwise_plan(flat)) is not None:
+        return ConvPlan(CONV2D_DEPTHWISE, flat, extra)
+    return ConvPlan(CONV2D_FLAT, flat)
+
+
+@kernel("graph.conv2d", options=True)
+def lower_conv2d(op: GraphOp, name: str, options: KernelOptions) -> func.FuncOp:
+    plan = plan_conv2d(op, options)
+    if plan.form in (CONV2D_GROUPED, CONV2D_DEPTHWISE):  # kernels/conv_grouped.py
+        from dlc.lowering.kernels.conv_grouped import lower_conv2d_depthwise, lower_conv2d_grouped
+
+        lower = lower_conv2d_grouped if plan.form == CONV2D_GROUPED else lower_conv2d_depthwise
+        return lower(op, name, plan.flat, plan.extra)
+    if plan.form == CONV2D_FLAT:
+        return _lower_conv2d_flat(op, name, plan.flat)
     x_t, w_t = (o.type for o in op.operands)
     out_t = op.results[0].type
     et = out_t.element_type
@@ -308,7 +283,7 @@ def lower_conv2d(op: GraphOp, name: str) -> func.FuncOp:
             acc = kb.load(kb.outputs[0], out_idx)
             kb.store(kb.add(acc, kb.mul(xv, wv, et), et), kb.outputs[0], out_idx)
         kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
-    return kb.finish()
+    return kb.finish(CONV2D_DIRECT)
 
 
 @kernel("graph.conv_transpose2d")

@@ -46,10 +46,10 @@ one input channel) keep the flat form.
 from __future__ import annotations
 
 from xdsl.dialects import func, memref
-from xdsl.dialects.builtin import MemRefType
 
 from dlc.dialects.graph_base import GraphOp
 from dlc.lowering.kernels.builder import KernelBuilder
+from dlc.lowering.kernels.forms import CONV2D_DEPTHWISE, CONV2D_GROUPED
 
 GROUP_TILE = 8  # output channels of the register tile (schedule/defaults_conv_grouped.py)
 # x is read in place when the last, narrower column tile has at least this many columns: a
@@ -62,15 +62,6 @@ DW_SCRATCH_BYTES = 128 << 10  # per-channel scratch (thread stack) of the depthw
 
 def _ceil_to(value: int, unit: int) -> int:
     return -(-value // unit) * unit
-
-
-def _row_major_view(kb: KernelBuilder, source, shape: list[int]):
-    """``source``'s data seen as a row-major memref of ``shape`` (no copy)."""
-    strides = [1] * len(shape)
-    for i in range(len(shape) - 2, -1, -1):
-        strides[i] = strides[i + 1] * shape[i + 1]
-    et = source.type.element_type
-    return kb.emit(memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides, MemRefType(et, shape)))
 
 
 def grouped_plan(plan: dict) -> dict | None:
@@ -88,13 +79,11 @@ def grouped_plan(plan: dict) -> dict | None:
                 p=g["oh"] * g["ow"] if direct else g["p"])
 
 
-def lower_conv2d_grouped(op: GraphOp, name: str, plan: dict) -> func.FuncOp | None:
-    """The grouped form (module docstring), or None when `op` is no grouped conv for it."""
+def lower_conv2d_grouped(op: GraphOp, name: str, plan: dict, extra: dict) -> func.FuncOp:
+    """The grouped form (module docstring); `plan`, `extra`: the flat form's sizes and
+    :func:`grouped_plan`'s (conv.py's ConvPlan)."""
     from dlc.lowering.kernels.conv import _split_tap  # conv.py imports this module lazily
 
-    extra = grouped_plan(plan)
-    if extra is None:
-        return None
     g = plan
     groups, ocp = extra["groups"], extra["ocp"]
     x_t, w_t = (o.type for o in op.operands)
@@ -108,31 +97,16 @@ def lower_conv2d_grouped(op: GraphOp, name: str, plan: dict) -> func.FuncOp | No
     zero = kb.const(0, et)
     # 1. the input as padded phase planes (conv.py's copy), or x itself
     if extra["direct_input"]:
-        xp = _row_major_view(kb, kb.inputs[0], [n, c, p])
-        xp.name_hint = "xflat"
+        xp = kb.row_major_view(kb.inputs[0], [n, c, p], "xflat")
     else:
         xp = kb.emit(memref.AllocOp.get(et, shape=[n, c, rph * cph * plane]))
         xp.name_hint = "xpad"
-        names, uppers = ["pad_n", "pad_c"], [n, c]
-        if rph > 1:
-            names, uppers = names + ["pad_a"], uppers + [rph]
-        if cph > 1:
-            names, uppers = names + ["pad_b"], uppers + [cph]
-        with kb.loops(names + ["pad_r", "pad_q"], uppers + [rows, wq]) as ivs:
-            iv_n, iv_c, *phase_ivs, iv_r, iv_q = ivs
-            iv_a = phase_ivs[0] if rph > 1 else 0
-            iv_b = phase_ivs[-1] if cph > 1 else 0
-            ih, h_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_r, sh), iv_a), -g["pt"]), 0, g["h"],
-                                      -g["pt"], (rows - 1) * sh + rph - 1 - g["pt"])
-            iw, w_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_q, sw), iv_b), -g["pl"]), 0, g["w"],
-                                      -g["pl"], (wq - 1) * sw + cph - 1 - g["pl"])
-            inside = kb.all_of([cond for cond in (h_ok, w_ok) if cond is not None])
-            value = kb.load_or(kb.inputs[0], [iv_n, iv_c, ih, iw], inside, zero)
-            phase = kb.iadd(kb.imul(iv_a, cph), iv_b)
-            kb.store(value, xp, [iv_n, iv_c, kb.iadd(kb.imul(phase, plane), kb.iadd(kb.imul(iv_r, wq), iv_q))])
+        kb.copy_phase_planes(kb.inputs[0], xp, [("pad_n", n), ("pad_c", c)], list, list, h=g["h"], w=g["w"],
+                             sh=sh, sw=sw, pt=g["pt"], pl=g["pl"], rph=rph, cph=cph, rows=rows, wq=wq,
+                             zero=zero)
     # 2. the weights per group, output channels padded with zero rows to a multiple of the tile
     if ocp == opg:
-        wp = _row_major_view(kb, kb.inputs[1], [groups, ocp, cpg, kh, kw])
+        wp = kb.row_major_view(kb.inputs[1], [groups, ocp, cpg, kh, kw])
     else:
         wp = kb.emit(memref.AllocOp.get(et, shape=[groups, ocp, cpg, kh, kw]))
         with kb.loops(["wpad_g", "wpad_o", "wpad_i", "wpad_h", "wpad_w"], [groups, ocp, cpg, kh, kw]) as ivs:
@@ -172,7 +146,7 @@ def lower_conv2d_grouped(op: GraphOp, name: str, plan: dict) -> func.FuncOp | No
     for buffer in (xp, wp, outp):
         if isinstance(buffer.owner, memref.AllocOp):
             kb.emit(memref.DeallocOp.get(buffer))
-    return kb.finish()
+    return kb.finish(CONV2D_GROUPED)
 
 
 def depthwise_plan(plan: dict) -> dict | None:
@@ -191,13 +165,11 @@ def depthwise_plan(plan: dict) -> dict | None:
     return dict(p=p, rows=rows, plane=plane, block=block)
 
 
-def lower_conv2d_depthwise(op: GraphOp, name: str, plan: dict) -> func.FuncOp | None:
-    """The per-channel depthwise form (module docstring), or None when it does not apply."""
+def lower_conv2d_depthwise(op: GraphOp, name: str, plan: dict, dw: dict) -> func.FuncOp:
+    """The per-channel depthwise form (module docstring); `plan`, `dw`: the flat form's
+    sizes and :func:`depthwise_plan`'s (conv.py's ConvPlan)."""
     from dlc.lowering.kernels.conv import _split_tap  # conv.py imports this module lazily
 
-    dw = depthwise_plan(plan)
-    if dw is None:
-        return None
     g = plan
     x_t, w_t = (o.type for o in op.operands)
     out_t = op.results[0].type
@@ -215,23 +187,9 @@ def lower_conv2d_depthwise(op: GraphOp, name: str, plan: dict) -> func.FuncOp | 
         row.name_hint = "row"
         channel = kb.idiv(iv_o, opg) if opg > 1 else iv_o
         # 1. the input channel's zero-padded phase planes (conv.py's copy, one channel)
-        names, uppers = [], []
-        if rph > 1:
-            names, uppers = names + ["pad_a"], uppers + [rph]
-        if cph > 1:
-            names, uppers = names + ["pad_b"], uppers + [cph]
-        with kb.loops(names + ["pad_r", "pad_q"], uppers + [rows, wq]) as ivs:
-            *phase_ivs, iv_r, iv_q = ivs
-            iv_a = phase_ivs[0] if rph > 1 else 0
-            iv_b = phase_ivs[-1] if cph > 1 else 0
-            ih, h_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_r, sh), iv_a), -g["pt"]), 0, g["h"],
-                                      -g["pt"], (rows - 1) * sh + rph - 1 - g["pt"])
-            iw, w_ok = kb.clamp_index(kb.iadd(kb.iadd(kb.imul(iv_q, sw), iv_b), -g["pl"]), 0, g["w"],
-                                      -g["pl"], (wq - 1) * sw + cph - 1 - g["pl"])
-            inside = kb.all_of([cond for cond in (h_ok, w_ok) if cond is not None])
-            value = kb.load_or(kb.inputs[0], [iv_n, channel, ih, iw], inside, zero)
-            phase = kb.iadd(kb.imul(iv_a, cph), iv_b)
-            kb.store(value, xc, [kb.iadd(kb.imul(phase, plane), kb.iadd(kb.imul(iv_r, wq), iv_q))])
+        kb.copy_phase_planes(kb.inputs[0], xc, [], lambda _: [iv_n, channel], lambda _: [], h=g["h"],
+                             w=g["w"], sh=sh, sw=sw, pt=g["pt"], pl=g["pl"], rph=rph, cph=cph, rows=rows,
+                             wq=wq, zero=zero)
         # 2. the flattened output row: tap (kh, kw) reads its phase plane at p + offset
         with kb.loop("p", p) as iv_p:
             kb.store(zero, row, [iv_p])
@@ -249,4 +207,4 @@ def lower_conv2d_depthwise(op: GraphOp, name: str, plan: dict) -> func.FuncOp | 
             value = kb.load(row, [kb.iadd(kb.imul(iv_oh, wq), iv_ow)])
             ivs = [iv_n, iv_o, iv_oh, iv_ow]
             kb.store(kb.epilogue_value(value, ivs), kb.outputs[0], ivs)
-    return kb.finish()
+    return kb.finish(CONV2D_DEPTHWISE)

@@ -25,6 +25,7 @@ from dlc.dialects.graph import _BLOCKED_DATA, _window_attrs
 from dlc.dialects.graph_base import GraphOp
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import KernelBuilder
+from dlc.lowering.kernels.forms import CONV2D_NCHWC
 
 
 @kernel("graph.conv2d_nchwc")
@@ -52,7 +53,7 @@ def lower_conv2d_nchwc(op: GraphOp, name: str) -> func.FuncOp:
             acc = kb.load(kb.outputs[0], out_idx)
             kb.store(kb.add(acc, kb.mul(xv, wv, et), et), kb.outputs[0], out_idx)
         kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
-    return kb.finish()
+    return kb.finish(CONV2D_NCHWC)
 
 
 @kernel("graph.layout_transform")

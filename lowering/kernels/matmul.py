@@ -12,6 +12,7 @@ from xdsl.dialects import func
 from dlc.dialects.graph_base import GraphOp
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import Index, KernelBuilder
+from dlc.lowering.kernels.forms import MATMUL
 from dlc.lowering.kernels.elementwise import broadcast_indices
 
 
@@ -48,4 +49,6 @@ def lower_matmul(op: GraphOp, name: str) -> func.FuncOp:
             acc = kb.load(kb.outputs[0], out_idx)
             kb.store(kb.add(acc, prod, et), kb.outputs[0], out_idx)
         kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
-    return kb.finish()
+    # two matrix operands: the blocked GEMM (or, few rows, matrix-vector) schedule; a 1-D
+    # operand leaves no m / n loop to tile: the generic schedule
+    return kb.finish(MATMUL if not (a_vec or b_vec) else None)

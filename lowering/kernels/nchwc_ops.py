@@ -33,6 +33,7 @@ from dlc.dialects.graph import _window_attrs
 from dlc.dialects.graph_base import GraphOp
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import KernelBuilder, lowest
+from dlc.lowering.kernels.forms import POOL2D_NCHWC
 from dlc.lowering.kernels.pool import static_table
 
 
@@ -83,7 +84,7 @@ def _pool_nchwc(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
                 kb.store(kb.epilogue_value(acc, out_idx), kb.outputs[0], out_idx)
         else:
             _pool_loops(kb, (kh, kw), b, identity_value, et, tap, combine, (iv_n, iv_cb, iv_oh, iv_ow), count)
-    return kb.finish()
+    return kb.finish(POOL2D_NCHWC)
 
 
 def _pool_loops(kb: KernelBuilder, k, b, identity_value, et, tap, combine, outer, count) -> None:

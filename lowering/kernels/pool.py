@@ -1,7 +1,7 @@
 """Pooling kernels: max_pool2d, avg_pool2d, global_avg_pool, global_max_pool,
 and the channels-first N-D max_pool3d, avg_pool3d, max_pool_with_indices.
 
-On the CPU (inside ``conv.flat_conv_form``, which the driver sets), NCHW
+On the CPU (``lower-to-loops{flat-conv=true}``, which the driver sets), NCHW
 max/avg_pool2d run with the output-column loop innermost and the window
 unrolled inside it (``_pool_rows``: border / interior segments of rows and
 columns, vectorizable over columns even at stride 2, bit-identical results);
@@ -26,6 +26,7 @@ from dlc.dialects.graph import _window_attrs
 from dlc.dialects.graph_base import GraphOp, is_float
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import Index, KernelBuilder, lowest
+from dlc.lowering.kernels.forms import KernelOptions
 from dlc.lowering.schedule.defaults_elementwise import STRIDED_VECTOR_ATTR
 
 
@@ -54,7 +55,7 @@ def static_table(kb: KernelBuilder, iv: SSAValue, values: list[float], et: Attri
     return result
 
 
-def _pool(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
+def _pool(op: GraphOp, name: str, is_max: bool, options: KernelOptions) -> func.FuncOp:
     x_t, out_t = op.operands[0].type, op.results[0].type
     et = out_t.element_type
     a = op.attrs
@@ -67,7 +68,9 @@ def _pool(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
 
     kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
     identity_value = lowest(et) if is_max else 0
-    if layout == "NCHW" and _cpu_kernel_forms():
+    # the CPU kernel forms (lower-to-loops{flat-conv}): the GPU lowering maps the output
+    # loops n, c, oh, ow to threads, so it keeps the per-element form (one thread per output)
+    if layout == "NCHW" and options.flat_conv:
         _pool_rows(kb, a, et, is_max, (n, c, h, w), (oh, ow), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr))
         return kb.finish()
     with kb.loops(["n", "c", "oh", "ow"], [n, c, oh, ow]) as (iv_n, iv_c, iv_oh, iv_ow):
@@ -95,15 +98,6 @@ def _average(kb: KernelBuilder, a, et, iv_oh, iv_ow, hw, ohw, k, stride, dil, pa
     """Divide the window sum at ``out_idx`` by its count of counted positions (``_mean``)."""
     total = kb.load(kb.outputs[0], out_idx)
     kb.store(_mean(kb, a, et, total, iv_oh, iv_ow, hw, ohw, k, stride, dil, pads), kb.outputs[0], out_idx)
-
-
-def _cpu_kernel_forms() -> bool:
-    """Whether the CPU driver's kernel forms are on (``conv.flat_conv_form``, set
-    around lower-to-loops): the GPU lowering maps the output loops n, c, oh, ow
-    to threads, so it keeps the per-element form (one thread per output)."""
-    from dlc.lowering.kernels.conv import flat_form_enabled
-
-    return flat_form_enabled()
 
 
 def _interior_columns(ow: int, kw: int, sw: int, dw: int, pl: int, w: int) -> tuple[int, int]:
@@ -266,14 +260,14 @@ def _pool_row_passes(kb: KernelBuilder, a, et: Attribute, is_max: bool, nchw, oh
                 kb.apply_epilogue(out_idx)  # fused elementwise ops (fuse-ops)
 
 
-@kernel("graph.max_pool2d")
-def lower_max_pool2d(op: GraphOp, name: str) -> func.FuncOp:
-    return _pool(op, name, is_max=True)
+@kernel("graph.max_pool2d", options=True)
+def lower_max_pool2d(op: GraphOp, name: str, options: KernelOptions) -> func.FuncOp:
+    return _pool(op, name, True, options)
 
 
-@kernel("graph.avg_pool2d")
-def lower_avg_pool2d(op: GraphOp, name: str) -> func.FuncOp:
-    return _pool(op, name, is_max=False)
+@kernel("graph.avg_pool2d", options=True)
+def lower_avg_pool2d(op: GraphOp, name: str, options: KernelOptions) -> func.FuncOp:
+    return _pool(op, name, False, options)
 
 
 @kernel("graph.global_avg_pool", "graph.global_max_pool")

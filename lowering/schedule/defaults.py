@@ -5,21 +5,22 @@ at least 2 iterations, the nest does enough work to pay for waking threads,
 and its iterations write disjoint elements; the
 innermost loop is marked vectorized when its accesses are stride-1 and it is
 not a reduction loop. Whenever a check cannot prove a change safe, nothing
-is changed. (Per-op-class schedules will replace this.)
+is changed. Before it, a kernel stamped with a form (``tloop.form``: matmul, the
+conv2d forms, NCHWc conv and pools; lowering/kernels/forms.py) gets that form's
+schedule from the one registry ``defaults_forms.FORM_SCHEDULES``; the target
+(``dlc.target.Target``) it plans for is an argument, never the build machine.
 """
 
 from __future__ import annotations
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp, StringAttr
+from xdsl.dialects.builtin import ModuleOp
 
 from dlc.dialects.tloop import KERNEL_ATTR, ForOp
-from dlc.lowering.schedule.annotate import parallel_problem, vectorize_problem
-from dlc.lowering.schedule.core import inner_loops
-from dlc.lowering.schedule.defaults_dense import schedule_dense
-from dlc.lowering.schedule.defaults_conv_grouped import schedule_grouped
 from dlc.lowering.schedule.defaults_elementwise import schedule_generic
-from dlc.lowering.schedule.defaults_nchwc import mark_block_vectors, schedule_nchwc
+from dlc.lowering.schedule.defaults_forms import apply_form_schedule
+from dlc.lowering.schedule.defaults_nchwc import mark_block_vectors
+from dlc.target import Target, as_target
 
 
 # Waking and joining a thread team costs ~50 us with the passive wait policy
@@ -36,14 +37,18 @@ def nest_iterations(loop: ForOp) -> int:
 
 
 def apply_default_schedules(
-    module: ModuleOp, target: str = "llvm", min_parallel_iterations: int = MIN_PARALLEL_ITERATIONS
+    module: ModuleOp, target: Target | str | None = None, min_parallel_iterations: int = MIN_PARALLEL_ITERATIONS
 ) -> ModuleOp:
-    if target != "llvm":
+    """Schedule every kernel of `module` for `target` (a Target, a target string, None:
+    the host): its form's schedule (kernels/forms.py -> defaults_forms.py), then the
+    generic one. A kernel whose form's loops are missing raises FormError."""
+    target = as_target(target)
+    if target.kind != "llvm":
         return module  # GPU schedules are the GPU lowering's business
     for kernel in module.ops:
         if not isinstance(kernel, func.FuncOp) or KERNEL_ATTR not in kernel.attributes:
             continue
-        schedule_nchwc(kernel) or schedule_grouped(kernel) or schedule_dense(kernel)  # conv2d_nchwc (defaults_nchwc.py); grouped / depthwise conv2d (defaults_conv_grouped.py); matmul / conv2d (defaults_dense.py)
+        apply_form_schedule(kernel, target)  # matmul, conv2d forms, NCHWc conv / pools
         # everything else, and nests a dense schedule left alone (fused epilogues)
         schedule_generic(kernel, min_parallel_iterations)
         mark_block_vectors(kernel)  # loops over NCHW{b}c channel blocks: one vector each

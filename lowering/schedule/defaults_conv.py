@@ -41,7 +41,7 @@ otherwise a write-back with relu's ``llvm.maximum`` stays scalar and the
 tile in memory (measured 10x slower).
 
 Weight-major, the copy-out (padded forms) runs inside the parallel loop after
-each channel block's tiles (:func:`_copy_out_per_block`): those rows of outp
+each channel block's tiles (:func:`copy_out_per_block`): those rows of outp
 are final and in cache, and every thread copies its own channels.
 
 The padding copy's column loop is split so that its middle part has no
@@ -75,23 +75,18 @@ from dlc.lowering.schedule.core import (
 from dlc.lowering.schedule.defaults_dense import (
     _allow_contract,
     _fuse_all,
-    _names,
     _split_padding_columns,
     _vectorizable,
     _vectorize_copies,
-    host_has_avx512,
+    with_fused_epilogue,
 )
+from dlc.lowering.schedule.defaults_forms import form_error, form_schedule
 from dlc.lowering.schedule.epilogue import _fuse_into, fuse_epilogue
+from dlc.lowering.kernels.forms import CONV2D_FLAT
+from dlc.target import Target
 
 VECTOR = 16  # f32 lanes of the column loop (one zmm, two ymm)
-FLAT_NEST = ["n", "oc", "p", "ic", "kh", "kw"]
 PARALLEL_TAIL_WORK = 1 << 20  # FMAs of the tail tiles worth a second thread-team wake-up
-
-
-def is_flat_conv(s: Schedule) -> bool:
-    """A kernel of the flattened form (its loop names are kernels/conv.py's)."""
-    names = _names(s)
-    return all(n in names for n in FLAT_NEST) and _accumulator(s) is not None
 
 
 def _accumulator(s: Schedule):
@@ -110,17 +105,20 @@ def _channel_block(oc: int, most: int) -> int:
     return 1
 
 
-def schedule_conv2d_flat(s: Schedule) -> bool:
-    """The register-blocked schedule above on the flattened form; False if not that form."""
-    if not is_flat_conv(s):
-        return False
+@form_schedule(CONV2D_FLAT)
+@with_fused_epilogue
+def schedule_conv2d_flat(s: Schedule, machine: Target) -> bool:
+    """The register-blocked schedule above on the flattened form (kernels/conv.py)."""
     target = _accumulator(s)
+    if target is None:
+        raise form_error(s.kernel, CONV2D_FLAT, "the accumulation nest (loop 'p') does not store "
+                                                "into one buffer %outpad or %outflat")
     oc, p = s.loop("oc").trip_count, s.loop("p").trip_count
     ic, kh, kw = (s.loop(x).trip_count for x in ("ic", "kh", "kw"))
     # whole 16-column tiles, then one narrower tail tile (outflat's P = OH * OW, any size)
     cols = min(VECTOR, p)  # (P < 16: one narrow tile)
     p0, tail = p - p % cols, p % cols
-    ocb = _channel_block(oc, 8 if host_has_avx512() else 4)
+    ocb = _channel_block(oc, machine.conv_channel_block)
     x_bytes = s.kernel.body.block.args[0].type.get_shape()[1] * p * 4
     w_bytes = oc * ic * kh * kw * 4
     weight_major = x_bytes <= w_bytes
@@ -162,7 +160,7 @@ def schedule_conv2d_flat(s: Schedule) -> bool:
                     s.parallel(tail_top)
         for suffix in ("", "_t")[:2 if tail else 1]:
             s.cache_write(target, ("po" if weight_major or suffix else "oco") + suffix, "acc" + suffix)
-        _start_tiles_at_zero(s, target, ["acc_d0", "acc_t_d0"][:2 if tail else 1])
+        start_tiles_at_zero(s, "n", target.name_hint, ["acc_d0", "acc_t_d0"][:2 if tail else 1])
         if tail:
             _widen_tail_tile(s, p, cols)
         for suffix in ("", "_t")[:2 if tail else 1]:
@@ -172,7 +170,7 @@ def schedule_conv2d_flat(s: Schedule) -> bool:
                 s.vectorize("pi" + suffix)
         _vectorize_copies(s, ("acc_d", "acc_out_d", "acc_t_d", "acc_t_out_d"))
     if weight_major and par.loop_kind == "parallel" and target.name_hint == "outpad":
-        _copy_out_per_block(s, par, ocb)  # each thread copies out the channels it computed
+        copy_out_per_block(s, par, ocb)  # each thread copies out the channels it computed
     if epilogue and fuse_epilogue(s.kernel, target) and tail:  # into the main tiles' write-back
         _fuse_tail_epilogue(s, target)  # and what it left (the tail columns) into the tail's
     # the tile's vector loops are one vector each: LLVM must not fully unroll them first
@@ -194,19 +192,22 @@ def schedule_conv2d_flat(s: Schedule) -> bool:
     return True
 
 
-def _start_tiles_at_zero(s: Schedule, target, copy_ins: list[str]) -> None:
-    """Each register tile covers its whole reduction (ic, kh, kw inside the tile loop) and the
-    tiles partition `target`, so every tile's copy-in reads the zero-fill's zeros: start the
-    tiles at 0 instead and drop the zero-fill nest (the ``n oc p`` nest storing 0)."""
-    fill = s.loop("n")
+def start_tiles_at_zero(s: Schedule, fill_name: str, target: str, copy_ins: list[str]) -> None:
+    """Start the register tiles at 0 and drop the zero-fill nest `fill_name` (storing 0
+    into buffer %`target`; the flat, grouped and depthwise forms).
+
+    Each register tile covers its whole reduction (the reduction loops are inside the tile
+    loop) and the tiles partition `target`, so every tile's copy-in (the innermost loop of
+    `copy_ins`) would read the zero-fill's zeros: the tiles start from the same bits
+    (``fma(x, w, +0)`` rounds like the product)."""
+    fill = s.loop(fill_name)
     stores = [op for op in fill.walk() if isinstance(op, memref.StoreOp)]
-    if (enclosing_loops(fill) or len(stores) != 1 or not _is_positive_zero(stores[0].value)
-            or stores[0].memref is not target):
-        raise s.fail(fill, "the zero-fill nest is not the expected `target[n, oc, p] = 0`")
-    for name in copy_ins:
-        loads = [op for op in s.loop(name).walk() if isinstance(op, memref.LoadOp)]
-        if len(loads) != 1 or loads[0].memref is not target:
-            raise s.fail(name, "the tile copy-in is not a copy of the accumulator")
+    if len(stores) != 1 or stores[0].memref.name_hint != target or not _is_positive_zero(stores[0].value):
+        raise s.fail(fill, f"the zero-fill nest is not the expected `%{target}[...] = 0`")
+    for copy_in in copy_ins:
+        loads = [op for op in s.loop(copy_in).walk() if isinstance(op, memref.LoadOp)]
+        if len(loads) != 1 or loads[0].memref is not stores[0].memref:
+            raise s.fail(copy_in, f"the tile copy-in is not a copy of %{target}")
         loads[0].res.replace_all_uses_with(stores[0].value)
         loads[0].detach()
         loads[0].erase()
@@ -269,7 +270,7 @@ def _widen_tail_tile(s: Schedule, p: int, cols: int) -> None:
 
     A narrow tile keeps a non-power-of-two vector, masked, in memory (measured ~10x slower
     per column than a full tile). The widened tile reads only columns the main tiles read
-    too, starts at zero (:func:`_start_tiles_at_zero`), and every output element is still
+    too, starts at zero (:func:`start_tiles_at_zero`), and every output element is still
     written once, so an epilogue reading a buffer that aliases the output stays right."""
     po, pi = s.loop("po_t"), s.loop("pi_t")
     tail = pi.trip_count
@@ -297,38 +298,53 @@ def _set_bounds(loop: ForOp, lower: int, upper: int) -> None:
     loop.ub = type(loop.ub)(upper, loop.ub.type)
 
 
-def _copy_out_per_block(s: Schedule, par: ForOp, ocb: int) -> None:
-    """Move the copy-out nest (``out[n, c, h, w] = f(outpad[n, c, h * WQ + w])``) into the
-    parallel loop over (n, output-channel block), after the block's tiles: the block's
-    rows of outpad are final there (its tiles cover every column) and still in cache, and
-    the copy runs on all threads with no thread-team wake-up of its own. Left as is
-    unless the nest is exactly that copy."""
+def copy_out_per_block(s: Schedule, par: ForOp, ocb: int, depth: int = 4, per_group=None) -> None:
+    """Move the copy-out nest (``out[n, c, h, w] = f(outpad[n, c, h * WQ + w])``, loops
+    ``out_n out_c ...``) into the parallel loop `par` over output-channel blocks, after the
+    block's tiles: the block's rows of outpad are final there (its tiles cover every column)
+    and still in cache, and the copy runs on all threads with no thread-team wake-up of its
+    own. Left as is unless the nest is exactly that copy.
+
+    The flat form: `par` runs over (n, block); each iteration copies channels
+    ``oco + ci``, ``ci < ocb``. ``per_group(s, loops, ivs, store, pad_load, values)``: the
+    grouped form's hook (defaults_conv_grouped.py), which checks the per-group copy and
+    returns ``build(lane, channel) -> (ops of the lane loop, the op to insert)``, or None."""
     copy = next((op for op in s.kernel.body.block.ops if isinstance(op, ForOp) and loop_name(op) == "out_n"), None)
     if copy is None:
         return
     loops = [copy]
-    while len(loops) < 4:
+    while len(loops) < depth:
         inner = body_ops(loops[-1])
         if len(inner) != 1 or not isinstance(inner[0], ForOp):
             return
         loops.append(inner[0])
     out = s.kernel.body.block.args[-1]
     ivs = [l.induction_var for l in loops]
-    body = body_ops(loops[-1])
-    stores = [op for op in body if isinstance(op, memref.StoreOp)]
-    pad_loads = [op for op in body if isinstance(op, memref.LoadOp) and op.memref.name_hint == "outpad"]
-    if (len(stores) != 1 or stores[0].memref is not out or list(stores[0].indices) != ivs
-            or any(l.lower != 0 or l.stride != 1 for l in loops) or len(pad_loads) != 1
-            or list(pad_loads[0].indices[:2]) != ivs[:2] or loops[1].upper % ocb):
+    stores = [op for op in copy.walk() if isinstance(op, memref.StoreOp)]
+    pad_loads = [op for op in copy.walk() if isinstance(op, memref.LoadOp) and op.memref.name_hint == "outpad"]
+    if (len(stores) != 1 or stores[0].memref is not out or any(l.lower != 0 or l.stride != 1 for l in loops)
+            or len(pad_loads) != 1):
         return
     values = {v.name_hint: v for op in body_ops(par) for v in op.results}
-    n_value, block_start = values.get("n_s1"), values.get("oco")
-    if n_value is None or block_start is None:
+    block_start = values.get("oco")
+    if block_start is None:
+        return
+    if per_group is not None:
+        build = per_group(s, loops, ivs, stores[0], pad_loads[0], values)
+    else:  # out[n, c, ...] = f(outpad[n, c, ...]), the batch from the parallel loop
+        n_value = values.get("n_s1")
+        if (list(stores[0].indices) != ivs or list(pad_loads[0].indices[:2]) != ivs[:2]
+                or loops[1].upper % ocb or n_value is None):
+            return
+
+        def build(lane, channel):
+            return [channel, loops[2].clone({ivs[0]: n_value, ivs[1]: channel.result})], lane
+    if build is None:
         return
     lane = LoopHeader(0, ocb, 1, "serial", s.fresh_name("out_ci")).make()
     channel = arith.AddiOp(block_start, lane.induction_var)
-    rows = loops[2].clone({ivs[0]: n_value, ivs[1]: channel.result})
-    append_to_body(lane, [channel, rows])
-    par.body.block.insert_op_before(lane, par.body.block.last_op)
+    ops, outer = build(lane, channel)
+    append_to_body(lane, ops)
+    par.body.block.insert_op_before(outer, par.body.block.last_op)
     copy.detach()
     copy.erase()

@@ -41,10 +41,8 @@ vectorizes the loop around them with scatter stores.
 
 from __future__ import annotations
 
-import math
-
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import FloatAttr, StringAttr, UnitAttr
+from xdsl.dialects.builtin import StringAttr, UnitAttr
 
 from dlc.dialects.tloop import ForOp
 from dlc.lowering.schedule.annotate import vectorize_problem
@@ -59,40 +57,17 @@ from dlc.lowering.schedule.core import (
     loop_name,
     make_if,
 )
-from dlc.lowering.schedule.defaults_conv import VECTOR, _channel_block
+from dlc.lowering.schedule.defaults_conv import VECTOR, _channel_block, copy_out_per_block, start_tiles_at_zero
 from dlc.lowering.schedule.defaults_dense import (
     _allow_contract,
     _names,
     _split_padding_columns,
     _vectorizable,
     _vectorize_copies,
-    apply_source_schedule,
-    host_has_avx512,
 )
-
-def _tiles_start_at_zero(s: Schedule, fill_name: str, target: str, copy_ins: list[str]) -> None:
-    """Start the register tiles at 0 and drop the zero-fill nest `fill_name`.
-
-    Each tile covers its whole reduction (the reduction loops are inside the tile loop) and
-    the tiles partition `target`, so every tile's copy-in would read the zero-fill's zeros
-    (defaults_conv.py does the same for the flat form)."""
-    fill = s.loop(fill_name)
-    stores = [op for op in fill.walk() if isinstance(op, memref.StoreOp)]
-    zero = stores[0].value.owner if len(stores) == 1 else None
-    if (len(stores) != 1 or stores[0].memref.name_hint != target
-            or not isinstance(zero, arith.ConstantOp) or not isinstance(zero.value, FloatAttr)
-            or math.copysign(1.0, zero.value.value.data) < 0 or zero.value.value.data != 0.0):
-        raise s.fail(fill, f"the zero-fill nest is not the expected `%{target}[...] = 0`")
-    for copy_in in copy_ins:
-        loads = [op for op in s.loop(copy_in).walk() if isinstance(op, memref.LoadOp)]
-        if len(loads) != 1 or loads[0].memref is not stores[0].memref:
-            raise s.fail(copy_in, f"the tile copy-in is not a copy of %{target}")
-        loads[0].res.replace_all_uses_with(stores[0].value)
-        loads[0].detach()
-        loads[0].erase()
-    fill.detach()
-    fill.erase()
-
+from dlc.lowering.schedule.defaults_forms import form_schedule
+from dlc.lowering.kernels.forms import CONV2D_DEPTHWISE, CONV2D_GROUPED
+from dlc.target import Target
 
 def _whole_vectors(s: Schedule, names: list[str]) -> None:
     """Mark the register tile's vectorized loops of one f32 vector (16 lanes) as such: LLVM
@@ -106,9 +81,6 @@ def _whole_vectors(s: Schedule, names: list[str]) -> None:
                 loop.attributes["dlc.whole_vector"] = UnitAttr()
 
 
-GROUPED_NEST = ["n", "g", "oc", "p", "ic", "kh", "kw", "out_n"]
-
-
 # the parallel loop runs over (group, output-channel block), with the block's weight
 # padding, tail columns and copy-out inside, when it has at least this many iterations, an
 # even count or twice as many (2 threads: at most 1/32 idle at the end); otherwise over
@@ -118,22 +90,15 @@ BLOCK_MAJOR_MIN_ITERATIONS = 8
 BLOCK_MAJOR_ALWAYS = True  # also without tail columns (False: only with them)
 
 
-def is_grouped_conv(s: Schedule) -> bool:
-    """A kernel of the grouped form (its loop names are kernels/conv_grouped.py's)."""
-    names = _names(s)
-    return all(n in names for n in GROUPED_NEST)
-
-
-def schedule_conv2d_grouped(s: Schedule) -> bool:
-    """The register-blocked schedule above on the grouped form; False if not that form."""
-    if not is_grouped_conv(s):
-        return False
+@form_schedule(CONV2D_GROUPED)
+def schedule_conv2d_grouped(s: Schedule, target: Target) -> bool:
+    """The register-blocked schedule above on the grouped form (kernels/conv_grouped.py)."""
     groups, ocp, p = (s.loop(x).trip_count for x in ("g", "oc", "p"))
     ic, kh, kw = (s.loop(x).trip_count for x in ("ic", "kh", "kw"))
     # whole 16-column tiles, then one narrower tail tile (P = OH * OW when x is read in place)
     cols = min(VECTOR, p)
     p0, tail = p - p % cols, p % cols
-    ocb = _channel_block(ocp, 8 if host_has_avx512() else 4)
+    ocb = _channel_block(ocp, target.conv_channel_block)
     # per group: the input window a tile reads vs the group's weights
     x_bytes = ic * p * 4
     w_bytes = ocp * ic * kh * kw * 4
@@ -184,7 +149,7 @@ def schedule_conv2d_grouped(s: Schedule) -> bool:
             if s.loop("pi" + suffix).trip_count >= 2:
                 s.vectorize("pi" + suffix)
         _vectorize_copies(s, ("acc_d", "acc_out_d", "acc_t_d", "acc_t_out_d"))
-        _tiles_start_at_zero(s, "n", "outpad", ["acc_d0", "acc_t_d0"][:len(suffixes)])
+        start_tiles_at_zero(s, "n", "outpad", ["acc_d0", "acc_t_d0"][:len(suffixes)])
     if block_major and par.loop_kind == "parallel":
         _copy_out_per_group_block(s, par, ocb)  # each thread copies out the channels it computed
     _whole_vectors(s, ["pi", "acc_out_d3", "pi_t", "acc_t_out_d3"])
@@ -232,78 +197,60 @@ def _copy_out_per_group_block(s: Schedule, par: ForOp, ocb: int) -> None:
     tail columns, every batch): the block's rows of outpad are final there and still in
     cache, and the copy runs on all threads instead of serially after the join. Channels of
     the block past OPG (the zero padding of the group) are skipped. Left as is unless the
-    nest is exactly that copy (defaults_conv._copy_out_per_block, per group)."""
-    copy = next((op for op in s.kernel.body.block.ops if isinstance(op, ForOp) and loop_name(op) == "out_n"), None)
-    if copy is None:
-        return
-    loops = [copy]
-    while len(loops) < 3:
-        inner = body_ops(loops[-1])
-        if len(inner) != 1 or not isinstance(inner[0], ForOp):
-            return
-        loops.append(inner[0])
-    out = s.kernel.body.block.args[-1]
-    ivs = [l.induction_var for l in loops]
-    stores = [op for op in copy.walk() if isinstance(op, memref.StoreOp)]
-    pad_loads = [op for op in copy.walk() if isinstance(op, memref.LoadOp) and op.memref.name_hint == "outpad"]
-    if (len(stores) != 1 or stores[0].memref is not out or list(stores[0].indices[:2]) != ivs[:2]
-            or any(l.lower != 0 or l.stride != 1 for l in loops) or len(pad_loads) != 1
-            or pad_loads[0].indices[0] is not ivs[0]):
-        return
-    group_of, index_in_group = (pad_loads[0].indices[i].owner for i in (1, 2))
+    nest is exactly that copy (defaults_conv.copy_out_per_block, with the per-group hook)."""
+    copy_out_per_block(s, par, ocb, depth=3, per_group=lambda *args: _group_copy(*args, ocb))
+
+
+def _group_copy(s: Schedule, loops, ivs, store, pad_load, values, ocb: int):
+    """copy_out_per_block's per-group hook: checks ``outpad[n, c // OPG, c % OPG, ...]``;
+    builds ``for n: for ci < ocb: out[n, g * OPG + oco + ci, ...] = ...`` (guarded where the
+    block's channels pass OPG, the row vectorized)."""
+    if list(store.indices[:2]) != ivs[:2] or pad_load.indices[0] is not ivs[0]:
+        return None
+    group_of, index_in_group = (pad_load.indices[i].owner for i in (1, 2))
     if not (isinstance(group_of, arith.DivUIOp) and isinstance(index_in_group, arith.RemUIOp)
             and group_of.lhs is ivs[1] and index_in_group.lhs is ivs[1]):
-        return  # not outpad[n, c // OPG, c % OPG, ...]
-    groups, ocp = (pad_loads[0].memref.type.get_shape()[i] for i in (1, 2))
+        return None  # not outpad[n, c // OPG, c % OPG, ...]
+    groups, ocp = (pad_load.memref.type.get_shape()[i] for i in (1, 2))
     opg = loops[1].upper // groups
-    values = {v.name_hint: v for op in body_ops(par) for v in op.results}
-    group, block_start = values.get("g_s1"), values.get("oco")
-    if group is None or block_start is None or loops[1].upper % groups or ocp % ocb or ocp < opg:
-        return
+    group = values.get("g_s1")
+    if group is None or loops[1].upper % groups or ocp % ocb or ocp < opg:
+        return None
     batch = LoopHeader(0, loops[0].upper, 1, "serial", s.fresh_name("out_bn")).make()
-    lane = LoopHeader(0, ocb, 1, "serial", s.fresh_name("out_ci")).make()
-    opg_value = index_constant(opg)
-    channel = arith.AddiOp(block_start, lane.induction_var)
-    first = arith.MuliOp(group, opg_value.result)
-    global_channel = arith.AddiOp(first.result, channel.result)
-    rows = loops[2].clone({ivs[0]: batch.induction_var, ivs[1]: global_channel.result})
-    ops = [opg_value, channel, first, global_channel]
-    if ocp == opg:
-        ops.append(rows)
-    else:  # the block's channels past OPG are padding: nothing to copy
-        valid = arith.CmpiOp(channel.result, opg_value.result, "ult")
-        ops += [valid, make_if(valid.result, [rows])]
-    for loop in [rows] + inner_loops(rows):  # the stride-1 row of the copy, as the generic default does
-        if not inner_loops(loop) and loop.trip_count >= 2 and vectorize_problem(loop) is None:
-            loop.kind = StringAttr("vectorized")
-    append_to_body(lane, ops)
-    append_to_body(batch, [lane])
-    par.body.block.insert_op_before(batch, par.body.block.last_op)
-    copy.detach()
-    copy.erase()
+
+    def build(lane, channel):
+        opg_value = index_constant(opg)
+        first = arith.MuliOp(group, opg_value.result)
+        global_channel = arith.AddiOp(first.result, channel.result)
+        rows = loops[2].clone({ivs[0]: batch.induction_var, ivs[1]: global_channel.result})
+        ops = [opg_value, channel, first, global_channel]
+        if ocp == opg:
+            ops.append(rows)
+        else:  # the block's channels past OPG are padding: nothing to copy
+            valid = arith.CmpiOp(channel.result, opg_value.result, "ult")
+            ops += [valid, make_if(valid.result, [rows])]
+        for loop in [rows] + inner_loops(rows):  # the stride-1 row of the copy, as the generic default does
+            if not inner_loops(loop) and loop.trip_count >= 2 and vectorize_problem(loop) is None:
+                loop.kind = StringAttr("vectorized")
+        append_to_body(batch, [lane])
+        return ops, batch
+
+    return build
 
 
-DEPTHWISE_NEST = ["dw_n", "dw_c", "p", "kh", "kw", "out_h"]
 # a depthwise layer goes parallel from this many multiply-adds (x MIN_PARALLEL_ITERATIONS of
 # defaults.py: about 1M scalar ops, ~3 per multiply-add); below, a thread-team wake-up costs
 # more than the layer (ShuffleNet's 7x7 ones take ~20 us)
 DEPTHWISE_PARALLEL_FACTOR = 16
 
 
-def is_depthwise_conv(s: Schedule) -> bool:
-    """A kernel of the per-channel depthwise form (kernels/conv_grouped.py's loop names)."""
-    names = _names(s)
-    return all(n in names for n in DEPTHWISE_NEST)
-
-
-def schedule_conv2d_depthwise(s: Schedule) -> bool:
+@form_schedule(CONV2D_DEPTHWISE)
+def schedule_conv2d_depthwise(s: Schedule, target: Target) -> bool:
     """Per channel: a register tile of DW_VECTORS x 16 columns with the taps outside it,
     the copies vectorized; the channel loop parallel when the layer is big enough."""
     from dlc.lowering.kernels.conv_grouped import DW_VECTORS
     from dlc.lowering.schedule.defaults import MIN_PARALLEL_ITERATIONS
 
-    if not is_depthwise_conv(s):
-        return False
     n, oc, p = (s.loop(x).trip_count for x in ("dw_n", "dw_c", "p"))
     kh, kw = s.loop("kh").trip_count, s.loop("kw").trip_count
     vectors = min(DW_VECTORS, p // VECTOR)  # P is a multiple of VECTOR * vectors (the kernel's)
@@ -319,7 +266,7 @@ def schedule_conv2d_depthwise(s: Schedule) -> bool:
         s.unroll("pu")
         s.vectorize("pv")
         _vectorize_copies(s, ("acc_d", "acc_out_d"))
-        _tiles_start_at_zero(s, "p", "row", ["acc_d0"])
+        start_tiles_at_zero(s, "p", "row", ["acc_d0"])
     _whole_vectors(s, ["pv"])
     try:  # the padding copy: its middle columns need no clamp and vectorize (stride 1)
         with s.atomic():
@@ -362,12 +309,3 @@ def _vector_rows(s: Schedule, name: str) -> None:
     s.split(name, ROW_VECTOR, name + "_o", name + "_v")
     s.vectorize(name + "_v")
     s.loop(name + "_v").attributes["dlc.whole_vector"] = UnitAttr()
-
-
-def _schedule_grouped_or_depthwise(s: Schedule) -> bool:
-    return schedule_conv2d_grouped(s) or schedule_conv2d_depthwise(s)
-
-
-def schedule_grouped(kernel) -> bool:
-    """Apply the grouped or depthwise conv schedule when `kernel` is of that form; True when applied."""
-    return apply_source_schedule(kernel, {"graph.conv2d": _schedule_grouped_or_depthwise})

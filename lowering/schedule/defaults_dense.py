@@ -49,16 +49,17 @@ NCHW f32: kernels/conv.py); their schedule is in defaults_conv.py.
 
 from __future__ import annotations
 
-import functools
-
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import IndexType, MemRefType
 from xdsl.dialects.utils.fast_math import FastMathFlag
 
 from dlc.dialects.tloop import ForOp
+from dlc.lowering.kernels.forms import CONV2D_DIRECT, MATMUL
 from dlc.lowering.schedule import annotate
+from dlc.lowering.schedule.defaults_forms import form_schedule
 from dlc.lowering.schedule.epilogue import fuse_epilogue
-from dlc.lowering.schedule.core import Schedule, ScheduleError, enclosing_loops, loop_name
+from dlc.lowering.schedule.core import Schedule, enclosing_loops, loop_name
+from dlc.target import Target
 
 PANEL_FLOATS = 131072  # packed B panel: 512 KiB, half of a Zen 4 / recent Intel L2
 MC_CAP = 512  # rows of A per block (8 x 16 and 6 x 16 tiles: 8 KiB of A per register row)
@@ -68,21 +69,10 @@ SKINNY_BLOCKS = 2  # column blocks of a skinny product (parallel work units)
 CONTRACT = arith.FastMathFlagsAttr([FastMathFlag.ALLOW_CONTRACT])
 
 
-@functools.cache
-def host_has_avx512() -> bool:
-    """32 vector registers (AVX-512) allow an 8 x 16 register tile instead of 6 x 16."""
-    try:
-        import llvmlite.binding as llvm
-
-        llvm.initialize_native_target()
-        return "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
-    except Exception:  # no LLVM: plan for the smaller register file
-        return False
-
-
-def register_tile() -> tuple[int, int]:
-    """(rows, columns) of the f32 accumulator tile held in vector registers."""
-    return (8, 16) if host_has_avx512() else (6, 16)
+def f32_output(kernel: func.FuncOp) -> bool:
+    """The kernel writes an f32 memref (what the register-tiled schedules are for)."""
+    out_t = kernel.function_type.inputs.data[-1]
+    return isinstance(out_t, MemRefType) and str(out_t.element_type) == "f32"
 
 
 def _allow_contract(kernel: func.FuncOp, only_in_k_loops: bool = False) -> None:
@@ -169,18 +159,34 @@ def _schedule_matmul_tail(s: Schedule, nest: list[str], mr: int, nr: int) -> Non
         s.vectorize(n)
 
 
-def schedule_matmul(s: Schedule) -> bool:
+def with_fused_epilogue(schedule):
+    """`schedule`, then a fused kernel's elementwise tail moved into the register tile's
+    write-back (epilogue.py) when the schedule applied."""
+
+    def apply(s: Schedule, target: Target) -> bool:
+        done = schedule(s, target)
+        if done and "tloop.fused" in s.kernel.attributes:
+            fuse_epilogue(s.kernel)
+        return done
+
+    apply.__name__ = apply.__qualname__ = schedule.__name__
+    apply.__doc__ = schedule.__doc__
+    return apply
+
+
+@form_schedule(MATMUL)
+@with_fused_epilogue
+def schedule_matmul(s: Schedule, target: Target) -> bool:
     """The blocked GEMM schedule above; False (kernel untouched) when it does not apply."""
     kernel = s.kernel
-    out_t = kernel.function_type.inputs.data[-1]
-    if not isinstance(out_t, MemRefType) or str(out_t.element_type) != "f32":
+    if not f32_output(kernel):
         return False
     names = _names(s)
     if not {"m", "n", "k"} <= set(names):
         return False  # a 1-D operand: matrix-vector, left to the generic default
     batch = [n for n in names if n.startswith("b") and n[1:].isdigit()]
     m, n, k = (s.loop(x).trip_count for x in ("m", "n", "k"))
-    mr, nr = register_tile()
+    mr, nr = target.matmul_register_tile
     if n < nr // 2 or k < 2:
         return False
     if m <= SKINNY_ROWS:
@@ -364,15 +370,12 @@ def _nest_of(s: Schedule, innermost: str) -> list[str]:
     return [loop_name(l) for l in enclosing_loops(inner) + [inner]]
 
 
-def schedule_conv2d(s: Schedule) -> bool:
+@form_schedule(CONV2D_DIRECT)
+@with_fused_epilogue
+def schedule_conv2d(s: Schedule, target: Target) -> bool:
     """Output-channel blocked, column-vectorized direct conv; False when it does not apply."""
-    from dlc.lowering.schedule.defaults_conv import is_flat_conv, schedule_conv2d_flat
-
-    if is_flat_conv(s):  # the flattened padded form (kernels/conv.py)
-        return schedule_conv2d_flat(s)
     kernel = s.kernel
-    out_t = kernel.function_type.inputs.data[-1]
-    if not isinstance(out_t, MemRefType) or str(out_t.element_type) != "f32":
+    if not f32_output(kernel):
         return False
     names = _names(s)
     if names[:4] != ["n", "oc", "oh", "ow"] or not {"ic", "kh", "kw"} <= set(names):
@@ -502,30 +505,3 @@ def _vectorizable(s: Schedule, name: str) -> bool:
     from dlc.lowering.schedule.annotate import vectorize_problem
 
     return vectorize_problem(s.loop(name)) is None
-
-
-SCHEDULES = {"graph.matmul": schedule_matmul, "graph.conv2d": schedule_conv2d}
-
-
-def apply_source_schedule(kernel: func.FuncOp, schedules: dict) -> bool:
-    """Run ``schedules[kernel's source op]`` on ``kernel``; True when it applied.
-    Kernels already scheduled by hand and shapes a schedule's steps refuse are
-    left to the generic default."""
-    source = kernel.attributes.get("tloop.source")
-    schedule = schedules.get(getattr(source, "data", None))
-    if schedule is None:
-        return False
-    if any(isinstance(op, ForOp) and op.loop_kind != "serial" for op in kernel.walk()):
-        return False  # already scheduled by hand
-    try:
-        return schedule(Schedule(kernel))
-    except ScheduleError:
-        return False  # a shape the schedule's steps refuse: the generic default applies
-
-
-def schedule_dense(kernel: func.FuncOp) -> bool:
-    """Apply the dense schedule for this kernel's source op, if any; True when applied."""
-    done = apply_source_schedule(kernel, SCHEDULES)
-    if done and "tloop.fused" in kernel.attributes:
-        fuse_epilogue(kernel)  # the elementwise tail moves into the register tile's write-back
-    return done

@@ -35,7 +35,7 @@ scalarizes them first and the SLP vectorizer rebuilds the tile from 4- and
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import MemRefType, UnitAttr
+from xdsl.dialects.builtin import UnitAttr
 
 from dlc.dialects.tloop import ForOp
 
@@ -46,8 +46,11 @@ from dlc.lowering.schedule.defaults_dense import (
     _names,
     _schedule_init,
     _vectorizable,
-    apply_source_schedule,
+    f32_output,
 )
+from dlc.lowering.schedule.defaults_forms import form_schedule
+from dlc.lowering.kernels.forms import CONV2D_NCHWC, POOL2D_NCHWC
+from dlc.target import Target
 
 
 MIN_TILE, MAX_TILE = 10, 16  # accumulator vectors of the register tile (32 zmm registers)
@@ -88,11 +91,11 @@ def register_tile_blocks(oh: int, ow: int, blocks: int) -> tuple[int, int, int]:
     return rows, cols, 1
 
 
-def schedule_conv2d_nchwc(s: Schedule) -> bool:
+@form_schedule(CONV2D_NCHWC)
+def schedule_conv2d_nchwc(s: Schedule, target: Target) -> bool:
     """The register-tiled schedule above; False (kernel untouched) when it does not apply."""
     kernel = s.kernel
-    out_t = kernel.function_type.inputs.data[-1]
-    if not isinstance(out_t, MemRefType) or str(out_t.element_type) != "f32":
+    if not f32_output(kernel):
         return False
     names = _names(s)
     if names[:5] != ["n", "ocb", "oh", "ow", "oc"] or not {"icb", "kh", "kw", "ic"} <= set(names):
@@ -233,7 +236,8 @@ def _whole_vector(s: Schedule, name: str) -> None:
     s.loop(name).attributes["dlc.whole_vector"] = UnitAttr()
 
 
-def schedule_pool_nchwc(s: Schedule) -> bool:
+@form_schedule(POOL2D_NCHWC)
+def schedule_pool_nchwc(s: Schedule, target: Target) -> bool:
     """Blocked pools (lowering/kernels/nchwc_ops.py): the generic choice of parallel
     loop (after fusing cb, oh: more, smaller chunks; fusing n too would hide the
     affine indices from the analyses) and vectorized ``c`` loops, each
@@ -273,13 +277,3 @@ def mark_block_vectors(kernel: func.FuncOp) -> None:
         if blocked and all(op.indices[-1] is loop.induction_var
                            and op.memref.type.get_shape()[-1] == loop.trip_count for op in blocked):
             loop.attributes["dlc.whole_vector"] = UnitAttr()
-
-
-SCHEDULES = {"graph.conv2d_nchwc": schedule_conv2d_nchwc,
-             "graph.max_pool2d_nchwc": schedule_pool_nchwc,
-             "graph.avg_pool2d_nchwc": schedule_pool_nchwc}
-
-
-def schedule_nchwc(kernel: func.FuncOp) -> bool:
-    """Apply the blocked-layout schedule for this kernel's source op, if any."""
-    return apply_source_schedule(kernel, SCHEDULES)

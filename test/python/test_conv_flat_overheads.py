@@ -16,20 +16,12 @@ and extras broadcast over the plane, one of its axes (which keeps the copy-out) 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from dlc.driver import _run_pass, compile, load_module
-from dlc.evaluator import evaluate
-from dlc.lowering.kernels.conv import flat_conv_form
-from dlc.lowering.schedule import Schedule, apply_default_schedules
+from conv_testing import check_against_evaluator, conv_kernel, lowered
+from conv_testing import tensor_type as _t
+from dlc.lowering.schedule import Schedule
 from dlc.lowering.schedule.core import loop_name
-
-RNG = np.random.default_rng(5)
-
-
-def _t(shape) -> str:
-    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
 
 
 def conv_src(x_shape, w_shape, stride=(1, 1), pad=(0, 0, 0, 0), extras=()):
@@ -56,22 +48,11 @@ def conv_src(x_shape, w_shape, stride=(1, 1), pad=(0, 0, 0, 0), extras=()):
 
 
 def scheduled_kernel(src):
-    module = load_module(src)
-    for name in ("fold-constant", "legalize", "fuse-ops"):
-        _run_pass(name, module, False)
-    with flat_conv_form():
-        _run_pass("lower-to-loops", module, True)
-    apply_default_schedules(module)
-    return next(op for op in module.ops if getattr(op, "sym_name", None) is not None
-                and "conv2d" in op.sym_name.data)
+    return conv_kernel(lowered(src, ("fold-constant", "legalize", "fuse-ops"), schedule=True))
 
 
 def check(src, shapes, threads=2):
-    inputs = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
-    expected = evaluate(load_module(src), inputs)[0]
-    got = compile(src, num_threads=threads)(*inputs)[0]
-    scale = max(1.0, float(np.abs(expected).max()))
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * scale)
+    check_against_evaluator(src, shapes, threads)
 
 
 BIAS_RELU = (("add", (1, "O", 1, 1)), ("relu", None))

@@ -11,59 +11,23 @@ inside a group with the parallel loop over groups x tiles.
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from dlc.driver import _run_pass, compile, load_module
-from dlc.evaluator import evaluate
-from dlc.lowering.kernels.conv import flat_conv_form
+from conv_testing import check_against_evaluator, conv_kernel, conv_src, lowered
+from dlc.lowering.kernels.forms import CONV2D_DEPTHWISE, CONV2D_FLAT, CONV2D_GROUPED, form_of
 from dlc.lowering.schedule.core import loop_name
-from dlc.lowering.schedule.defaults import apply_default_schedules
+from dlc.lowering.schedule.defaults_forms import apply_form_schedule
+from dlc.target import Target
 
-RNG = np.random.default_rng(5)
-
-
-def _t(shape) -> str:
-    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
-
-
-def conv_src(x_shape, w_shape, stride=(1, 1), pad=(1, 1, 1, 1), dil=(1, 1), groups=1, epilogue=False):
-    """conv2d (padding: top, left, bottom, right); with `epilogue`: + bias, relu."""
-    n, _, h, w = x_shape
-    o, _, kh, kw = w_shape
-    oh = (h + pad[0] + pad[2] - dil[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (w + pad[1] + pad[3] - dil[1] * (kw - 1) - 1) // stride[1] + 1
-    y = (n, o, oh, ow)
-    attrs = (f"strides = array<i64: {stride[0]}, {stride[1]}>, padding = array<i64: {', '.join(map(str, pad))}>, "
-             f"dilations = array<i64: {dil[0]}, {dil[1]}>, groups = {groups} : i64")
-    args = f"%x: {_t(x_shape)}, %w: {_t(w_shape)}" + (f", %b: {_t((1, o, 1, 1))}" if epilogue else "")
-    body = f"  %y = graph.conv2d %x, %w {{{attrs}}} : ({_t(x_shape)}, {_t(w_shape)}) -> {_t(y)}\n"
-    result = "%y"
-    if epilogue:
-        body += (f"  %s = graph.add %y, %b : ({_t(y)}, {_t((1, o, 1, 1))}) -> {_t(y)}\n"
-                 f"  %r = graph.relu %s : ({_t(y)}) -> {_t(y)}\n")
-        result = "%r"
-    return f"func.func @main({args}) -> {_t(y)} {{\n{body}  func.return {result} : {_t(y)}\n}}"
 
 
 def check(x_shape, w_shape, threads=2, **kw):
-    src = conv_src(x_shape, w_shape, **kw)
     shapes = [x_shape, w_shape] + ([(1, w_shape[0], 1, 1)] if kw.get("epilogue") else [])
-    inputs = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
-    expected = evaluate(load_module(src), inputs)[0]
-    got = compile(src, num_threads=threads)(*inputs)[0]
-    scale = max(1.0, float(np.abs(expected).max()))
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * scale)
+    check_against_evaluator(conv_src(x_shape, w_shape, **kw), shapes, threads)
 
 
 def scheduled_kernel(src):
-    module = load_module(src)
-    with flat_conv_form():
-        for name in ("fold-constant", "legalize", "fuse-ops", "lower-to-loops"):
-            _run_pass(name, module, name != "fuse-ops")
-    apply_default_schedules(module)
-    return next(op for op in module.ops if getattr(op, "sym_name", None) is not None
-                and "conv2d" in op.sym_name.data)
+    return conv_kernel(lowered(src, ("fold-constant", "legalize", "fuse-ops"), schedule=True))
 
 
 GROUPED_CASES = [
@@ -198,33 +162,31 @@ def test_one_column_tail_copies_input():
 
 
 def _unscheduled_kernel(src):
-    module = load_module(src)
-    with flat_conv_form():
-        for name in ("fold-constant", "legalize", "lower-to-loops"):
-            _run_pass(name, module, True)
-    return next(op for op in module.ops if getattr(op, "sym_name", None) is not None
-                and "conv2d" in op.sym_name.data)
+    return conv_kernel(lowered(src))
+
+
+def schedule_grouped(kernel) -> bool:
+    """The kernel's form schedule, for this machine."""
+    return apply_form_schedule(kernel, Target.host())
 
 
 @pytest.mark.parametrize("x_shape,w_shape,groups,pad,dil,stride", GROUPED_CASES)
 def test_grouped_schedule_applies(x_shape, w_shape, groups, pad, dil, stride):
     """Every grouped case gets its own schedule (not the generic fallback)."""
-    from dlc.lowering.schedule.defaults_conv_grouped import schedule_grouped
-
     kernel = _unscheduled_kernel(conv_src(x_shape, w_shape, pad=pad, dil=dil, stride=stride, groups=groups))
+    assert form_of(kernel) == CONV2D_GROUPED
     assert schedule_grouped(kernel)
     assert any(getattr(op, "loop_kind", None) == "unrolled" for op in kernel.walk())
 
 
 @pytest.mark.parametrize("c,mult,size,stride,pad,dil", DEPTHWISE_CASES)
 def test_depthwise_schedule_applies(c, mult, size, stride, pad, dil):
-    from dlc.lowering.schedule.defaults_conv_grouped import schedule_grouped
-
     src = conv_src((1, c) + size, (c * mult, 1, 3, 3), stride=(stride, stride), pad=(pad,) * 4,
                    dil=(dil, dil), groups=c)
     kernel = _unscheduled_kernel(src)
     if c == 1:  # one channel: a dense conv, the flat form
-        assert not schedule_grouped(kernel)
+        assert form_of(kernel) == CONV2D_FLAT
     else:
+        assert form_of(kernel) == CONV2D_DEPTHWISE
         assert schedule_grouped(kernel)
         assert any(getattr(op, "loop_kind", None) == "unrolled" for op in kernel.walk())

@@ -21,7 +21,6 @@ import dlc
 from dlc.dialects import graph
 from dlc.dialects.tloop import ForOp
 from dlc.evaluator import evaluate
-from dlc.lowering.kernels.conv import flat_conv_form
 from dlc.lowering.lower_to_loops import lower_module
 from dlc.lowering.schedule import defaults_dense
 from dlc.lowering.schedule.defaults import apply_default_schedules
@@ -101,8 +100,7 @@ def test_int8_max_pool_exact():
 
 
 def _scheduled(module):
-    with flat_conv_form():  # the CPU kernel forms (the driver's)
-        lower_module(module)
+    lower_module(module, flat_conv=True)  # the CPU kernel forms (the driver's)
     apply_default_schedules(module)
     return [op for op in module.walk() if isinstance(op, ForOp)]
 

@@ -19,9 +19,8 @@ from xdsl.parser import Parser
 import dlc
 from dlc.context import make_context
 from dlc.dialects.tloop import ForOp
-from dlc.driver import _run_pass, graph_passes
+from dlc.driver import graph_passes, run_pass
 from dlc.evaluator import evaluate
-from dlc.lowering.kernels.conv import flat_conv_form
 from dlc.lowering.schedule import Schedule
 from dlc.lowering.schedule import defaults_nchwc
 from dlc.lowering.schedule.core import loop_name
@@ -31,6 +30,7 @@ from dlc.lowering.schedule.defaults_nchwc import (
     schedule_conv2d_nchwc,
     zero_initialized_tiles,
 )
+from dlc.target import Target
 from dlc.weights import WeightStore, attach
 
 RNG = np.random.default_rng(17)
@@ -125,9 +125,8 @@ def _conv_kernel(case):
     text, weights, _ = conv_graph(*case)
     module = _module(text, weights)
     for name in graph_passes("NCHWc"):
-        _run_pass(name, module, False)
-    with flat_conv_form():
-        _run_pass("lower-to-loops", module, True)
+        run_pass(name, module)
+    run_pass("lower-to-loops{flat-conv=true}", module)
     convs = [op for op in module.walk() if isinstance(op, func.FuncOp) and "conv2d_nchwc" in op.sym_name.data]
     return max(convs, key=lambda op: len(op.sym_name.data))  # the one with the epilogue, not the shortcut
 
@@ -138,7 +137,7 @@ def _top_nests(kernel):
 
 def test_narrow_rows_tile_over_channel_blocks_with_rows_parallel():
     kernel = _conv_kernel(CASES[2])  # 7x7 output, 2 blocks: a 7 x 2 tile, (blocks / 2) x 7 rows parallel
-    assert schedule_conv2d_nchwc(Schedule(kernel))
+    assert schedule_conv2d_nchwc(Schedule(kernel), Target.host())
     names = {loop_name(l): l for l in kernel.walk() if isinstance(l, ForOp)}
     assert names["ocbi"].loop_kind == "unrolled" and names["ocbi"].trip_count == 2
     parallel = [l for l in names.values() if l.loop_kind == "parallel"]
@@ -148,7 +147,7 @@ def test_narrow_rows_tile_over_channel_blocks_with_rows_parallel():
 def test_no_fill_nest_tiles_start_from_zeros():
     kernel = _conv_kernel((16, (7, 7), 32, 1, 1, 0, ("bias", "residual", "relu")))  # 7 x 2 tiles, no tail
     assert kernel.attributes["tloop.fused"].data == "graph.conv2d_nchwc+add+add+relu"
-    assert schedule_conv2d_nchwc(Schedule(kernel))
+    assert schedule_conv2d_nchwc(Schedule(kernel), Target.host())
     nests = _top_nests(kernel)
     # the tiles (parallel), then the epilogue nest; no fill before them
     assert len(nests) == 2 and nests[0].loop_kind == "parallel"
@@ -161,7 +160,7 @@ def test_no_fill_nest_tiles_start_from_zeros():
 
 def test_column_tail_tiles_start_from_zeros_too():
     kernel = _conv_kernel(CASES[7])  # 23 columns: a 16-column tile and a 7-column tail
-    assert schedule_conv2d_nchwc(Schedule(kernel))
+    assert schedule_conv2d_nchwc(Schedule(kernel), Target.host())
     out = kernel.body.block.args[-1]
     fills = [n for n in _top_nests(kernel)
              if not any(isinstance(op, memref.LoadOp) for op in n.walk())]

@@ -12,65 +12,28 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
 import pytest
 
-from dlc.driver import _run_pass, compile, load_module
-from dlc.evaluator import evaluate
-from dlc.lowering.kernels.conv import flat_conv_form
+from conv_testing import check_against_evaluator, conv_kernel, conv_src, lowered
+from dlc.driver import compile
 from dlc.lowering.schedule import Schedule
 from dlc.lowering.schedule.core import loop_name
-from dlc.lowering.schedule.defaults_dense import host_has_avx512, schedule_dense
-
-RNG = np.random.default_rng(11)
-
-
-def _t(shape) -> str:
-    return "tensor<" + "x".join(map(str, shape)) + "xf32>"
-
-
-def conv_src(x_shape, w_shape, stride=(1, 1), pad=(1, 1, 1, 1), dil=(1, 1), groups=1, epilogue=False):
-    """conv2d (padding: top, left, bottom, right); with `epilogue`: + bias, relu."""
-    n, _, h, w = x_shape
-    o, _, kh, kw = w_shape
-    oh = (h + pad[0] + pad[2] - dil[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (w + pad[1] + pad[3] - dil[1] * (kw - 1) - 1) // stride[1] + 1
-    y = (n, o, oh, ow)
-    attrs = (f"strides = array<i64: {stride[0]}, {stride[1]}>, padding = array<i64: {', '.join(map(str, pad))}>, "
-             f"dilations = array<i64: {dil[0]}, {dil[1]}>, groups = {groups} : i64")
-    args = f"%x: {_t(x_shape)}, %w: {_t(w_shape)}" + (f", %b: {_t((1, o, 1, 1))}" if epilogue else "")
-    body = f"  %y = graph.conv2d %x, %w {{{attrs}}} : ({_t(x_shape)}, {_t(w_shape)}) -> {_t(y)}\n"
-    result = "%y"
-    if epilogue:
-        body += (f"  %s = graph.add %y, %b : ({_t(y)}, {_t((1, o, 1, 1))}) -> {_t(y)}\n"
-                 f"  %r = graph.relu %s : ({_t(y)}) -> {_t(y)}\n")
-        result = "%r"
-    return f"func.func @main({args}) -> {_t(y)} {{\n{body}  func.return {result} : {_t(y)}\n}}"
+from dlc.lowering.schedule.defaults_forms import apply_form_schedule
+from dlc.target import Target
 
 
 def loop_module(src, flat=True):
-    module = load_module(src)
-    with flat_conv_form(flat):
-        for name in ("fold-constant", "legalize", "lower-to-loops"):
-            _run_pass(name, module, True)
-    return module
+    return lowered(src, flat=flat)
 
 
-def conv_kernel(module):
-    return next(op for op in module.ops if getattr(op, "sym_name", None) is not None
-                and "conv2d" in op.sym_name.data)
+def schedule_dense(kernel) -> bool:
+    """The kernel's form schedule, for this machine."""
+    return apply_form_schedule(kernel, Target.host())
 
 
 def is_flat(kernel) -> bool:
     return "%xpad" in str(kernel) or "%xflat" in str(kernel)
 
-
-def check_against_evaluator(src, shapes, threads=2):
-    inputs = [RNG.standard_normal(s).astype(np.float32) for s in shapes]
-    expected = evaluate(load_module(src), inputs)[0]
-    got = compile(src, num_threads=threads)(*inputs)[0]
-    scale = max(1.0, float(np.abs(expected).max()))
-    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5 * scale)
 
 
 FLAT_CASES = [
@@ -112,11 +75,7 @@ def test_flat_conv_single_thread_matches_evaluator():
 def test_fused_bias_relu_epilogue_in_the_copy_out():
     x_shape, w_shape = (1, 5, 9, 7), (8, 5, 3, 3)
     src = conv_src(x_shape, w_shape, epilogue=True)
-    module = load_module(src)
-    with flat_conv_form():
-        for name in ("fold-constant", "legalize", "fuse-ops", "lower-to-loops"):
-            _run_pass(name, module, True)
-    kernel = conv_kernel(module)
+    kernel = conv_kernel(lowered(src, ("fold-constant", "legalize", "fuse-ops")))
     assert is_flat(kernel) and "tloop.fused" in kernel.attributes
     assert "arith.maximumf" in str(kernel) or "arith.maxnumf" in str(kernel) or "arith.select" in str(kernel)
     check_against_evaluator(src, [x_shape, w_shape, (1, 8, 1, 1)])
@@ -197,7 +156,7 @@ def test_flat_conv_machine_code_is_a_vector_fma_tile():
     compiled = compile(conv_src((1, 16, 14, 14), (32, 16, 3, 3)), num_threads=1)
     jit = compiled._jit
     asm = jit.target_machine.emit_assembly(jit.module)
-    reg = "zmm" if host_has_avx512() else "ymm"
+    reg = "zmm" if Target.host().vector_bits == 512 else "ymm"
     vector_fmas = re.findall(rf"vfmadd\d+ps\s+[^\n]*{reg}", asm)
     # 8 (AVX-512) or 4 output channels x 3 unrolled kw steps, weights broadcast from memory
     assert len(vector_fmas) >= 12

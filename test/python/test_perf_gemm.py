@@ -12,11 +12,12 @@ import pytest
 from xdsl.parser import Parser
 
 from dlc.context import make_context
-from dlc.driver import _run_pass, compile, load_module
+from dlc.driver import compile, load_module, run_pass
 from dlc.evaluator import evaluate
 from dlc.lowering.schedule import Schedule, ScheduleError
 from dlc.lowering.schedule.core import loop_name
-from dlc.lowering.schedule.defaults_dense import schedule_dense
+from dlc.lowering.schedule.defaults_forms import apply_form_schedule
+from dlc.target import Target
 
 RNG = np.random.default_rng(5)
 
@@ -44,8 +45,13 @@ def conv_src(x_shape, w_shape, stride=1, pad=1, groups=1):
 def loop_module(src):
     module = load_module(src)
     for name in ("fold-constant", "legalize", "lower-to-loops"):
-        _run_pass(name, module, True)
+        run_pass(name, module)
     return module
+
+
+def schedule_dense(kernel) -> bool:
+    """The kernel's form schedule (matmul, conv2d), for this machine."""
+    return apply_form_schedule(kernel, Target.host())
 
 
 def kernel_of(module, suffix):

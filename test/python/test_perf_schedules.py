@@ -8,14 +8,14 @@ import numpy as np
 
 import dlc
 from dlc.dialects.tloop import ForOp
-from dlc.driver import load_module, _run_pass
+from dlc.driver import load_module, run_pass
 from dlc.lowering.schedule import apply_default_schedules
 
 
 def _loops(text: str, passes=("legalize", "fuse-ops", "lower-to-loops")):
     module = load_module(text)
     for name in passes:
-        _run_pass(name, module, True)
+        run_pass(name, module)
     apply_default_schedules(module)
     out = {}
     for kernel in module.ops:
@@ -70,7 +70,7 @@ def test_fused_dense_epilogue_nest_is_scheduled_and_correct():
 }"""
     module = load_module(text)
     for name in ("legalize", "fuse-ops", "lower-to-loops"):
-        _run_pass(name, module, True)
+        run_pass(name, module)
     apply_default_schedules(module)
     (kernel,) = [k for k in module.ops if "tloop.kernel" in k.attributes]
     assert kernel.attributes["tloop.fused"].data == "graph.matmul+add+tanh"

@@ -15,7 +15,6 @@ import dlc
 from dlc.dialects import graph
 from dlc.dialects.tloop import ForOp
 from dlc.evaluator import evaluate
-from dlc.lowering.kernels.conv import flat_conv_form
 from dlc.lowering.kernels.pool import _interior_columns
 from dlc.lowering.lower_to_loops import lower_module
 from test_lower_to_loops import T, make_module
@@ -65,8 +64,7 @@ def test_int8_max_pool_rows_exact():
 def test_column_loop_is_innermost_and_interior_unclamped():
     module = make_module([T(1, 4, 12, 12)], lambda a: graph.MaxPool2DOp.make(
         a, kernel=[3, 3], strides=[2, 2], padding=[1, 1, 1, 1]))
-    with flat_conv_form():  # the CPU kernel forms (the driver's); the GPU keeps one thread per output
-        lower_module(module)
+    lower_module(module, flat_conv=True)  # the CPU kernel forms (the driver's); the GPU keeps one thread per output
     loops = [op for op in module.walk() if isinstance(op, ForOp)]
     innermost = [op for op in loops if not any(isinstance(o, ForOp) for o in op.body.block.ops)]
     assert innermost and all(op.body.block.args[0].name_hint.startswith("ow") for op in innermost)

@@ -69,13 +69,10 @@ def test_pack_sequential_buffers_share_offset_zero():
 
 def _loop_module(text: str):
     from dlc import driver
-    from dlc.lowering.kernels.conv import flat_conv_form
-
     module = driver._parse(text, None)
     for name in driver.graph_passes(None):
-        driver._run_pass(name, module, required=False)
-    with flat_conv_form():
-        driver._run_pass("lower-to-loops", module, required=True)
+        driver.run_pass(name, module)
+    driver.run_pass("lower-to-loops{flat-conv=true}", module)
     return module
 
 

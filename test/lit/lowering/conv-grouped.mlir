@@ -13,7 +13,7 @@ func.func @grouped(%x: tensor<1x15x7x5xf32>, %w: tensor<30x5x3x3xf32>) -> tensor
   %y = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, groups = 3 : i64} : (tensor<1x15x7x5xf32>, tensor<30x5x3x3xf32>) -> tensor<1x30x7x5xf32>
   func.return %y : tensor<1x30x7x5xf32>
 }
-// CHECK-LABEL: func.func @grouped_0_conv2d(
+// CHECK-LABEL: func.func @grouped_0_conv2d({{.*}} tloop.form = "conv2d.grouped"}
 // CHECK:         %xpad = memref.alloc() : memref<1x15x84xf32>
 // CHECK:         %wgroup = memref.alloc() : memref<3x16x5x3x3xf32>
 // CHECK:         tloop.for %wpad_o = 0 to 16 {
@@ -48,7 +48,7 @@ func.func @pointwise(%x: tensor<1x240x8x8xf32>, %w: tensor<240x80x1x1xf32>) -> t
   %y = graph.conv2d %x, %w {groups = 3 : i64} : (tensor<1x240x8x8xf32>, tensor<240x80x1x1xf32>) -> tensor<1x240x8x8xf32>
   func.return %y : tensor<1x240x8x8xf32>
 }
-// CHECK-LABEL: func.func @pointwise_0_conv2d(
+// CHECK-LABEL: func.func @pointwise_0_conv2d({{.*}} tloop.form = "conv2d.grouped"}
 // CHECK-NOT:     %xpad
 // CHECK:         %xflat = memref.reinterpret_cast %x
 // CHECK-NEXT:    %wgroup = memref.reinterpret_cast %w
@@ -60,7 +60,7 @@ func.func @depthwise(%x: tensor<1x17x9x9xf32>, %w: tensor<17x1x3x3xf32>) -> tens
   %y = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, groups = 17 : i64} : (tensor<1x17x9x9xf32>, tensor<17x1x3x3xf32>) -> tensor<1x17x5x5xf32>
   func.return %y : tensor<1x17x5x5xf32>
 }
-// CHECK-LABEL: func.func @depthwise_0_conv2d(
+// CHECK-LABEL: func.func @depthwise_0_conv2d({{.*}} tloop.form = "conv2d.depthwise"}
 // CHECK:         tloop.for %dw_n = 0 to 1 {
 // CHECK-NEXT:      tloop.for %dw_c = 0 to 17 {
 // CHECK-NEXT:        %xchan = memref.alloca() : memref<168xf32>

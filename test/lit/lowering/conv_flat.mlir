@@ -13,7 +13,7 @@ func.func @strided(%x: tensor<1x3x5x7xf32>, %w: tensor<8x3x3x3xf32>) -> tensor<1
   %y = graph.conv2d %x, %w {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x3x5x7xf32>, tensor<8x3x3x3xf32>) -> tensor<1x8x3x4xf32>
   func.return %y : tensor<1x8x3x4xf32>
 }
-// CHECK-LABEL: func.func @strided_0_conv2d(
+// CHECK-LABEL: func.func @strided_0_conv2d({{.*}} tloop.form = "conv2d.flat"}
 // CHECK:         %xpad = memref.alloc() : memref<1x3x100xf32>
 // CHECK-NEXT:    %outpad = memref.alloc() : memref<1x8x16xf32>
 // CHECK:         tloop.for %pad_c = 0 to 3 {
@@ -41,7 +41,7 @@ func.func @grouped(%x: tensor<1x4x7x7xf32>, %w: tensor<8x2x3x3xf32>) -> tensor<1
   %y = graph.conv2d %x, %w {padding = array<i64: 1, 1, 1, 1>, groups = 2 : i64} : (tensor<1x4x7x7xf32>, tensor<8x2x3x3xf32>) -> tensor<1x8x7x7xf32>
   func.return %y : tensor<1x8x7x7xf32>
 }
-// CHECK-LABEL: func.func @grouped_0_conv2d(
+// CHECK-LABEL: func.func @grouped_0_conv2d({{.*}} tloop.form = "conv2d.flat"}
 // CHECK:         %xpad = memref.alloc() : memref<1x4x90xf32>
 // CHECK-NEXT:    %outpad = memref.alloc() : memref<1x8x64xf32>
 // CHECK-NOT:     %pad_a

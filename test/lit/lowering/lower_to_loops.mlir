@@ -9,7 +9,7 @@ func.func @conv(%x: tensor<1x3x7x7xf32>, %w: tensor<2x3x3x3xf32>) -> tensor<1x2x
   func.return %y : tensor<1x2x6x3xf32>
 }
 
-// CHECK-LABEL: func.func @conv_0_conv2d(%x: memref<1x3x7x7xf32>, %w: memref<2x3x3x3xf32>, %out: memref<1x2x6x3xf32>) attributes {tloop.kernel, tloop.source = "graph.conv2d"}
+// CHECK-LABEL: func.func @conv_0_conv2d(%x: memref<1x3x7x7xf32>, %w: memref<2x3x3x3xf32>, %out: memref<1x2x6x3xf32>) attributes {tloop.kernel, tloop.source = "graph.conv2d", tloop.form = "conv2d.direct"}
 // CHECK-DAG:     %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
 // CHECK-DAG:     %[[C0:.*]] = arith.constant 0 : index
 // CHECK:         tloop.for %n = 0 to 1 {
