@@ -20,6 +20,7 @@ from dlc.lowering.schedule import apply_default_schedules
 from dlc.lowering.schedule.defaults import MIN_PARALLEL_ITERATIONS
 from dlc.lowering.schedule.defaults_forms import FormError
 from dlc.target import Target, TargetError
+from dlc.transforms.tloop_schedule import as_pass_error
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,4 @@ class TLoopDefaultSchedulePass(ModulePass):
         try:
             apply_default_schedules(op, target, self.min_parallel_iterations)
         except FormError as err:
-            from dlc.lowering.schedule.passes import as_pass_error
-
             raise as_pass_error(err) from None
