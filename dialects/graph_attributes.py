@@ -219,10 +219,7 @@ def or_default(value: Any, default: Any) -> Any:
 class Attrs:
     """Read access to an attribute dictionary, typed by the op's declarations:
     ``attrs.groups`` reads the declared ``groups`` with its default.
-
-    The string-keyed readers (``attrs.int("groups", 1)``) predate the
-    declarations; they remain for code that reads an attribute of an op type it
-    does not know.
+    ``name in attrs`` asks whether the attribute is present at all.
     """
 
     def __init__(self, attributes: Mapping[str, Attribute], op_type: type | None = None):
@@ -240,48 +237,4 @@ class Attrs:
             raise AttributeError(f"{owner} declares no attribute '{field}'")
         return spec.read(self.raw)
 
-    def _get(self, name: str, default: Any, kinds: tuple[type, ...]) -> Any:
-        attr = self.raw.get(name)
-        if attr is None:
-            if default is REQUIRED:
-                raise ShapeError(f"missing attribute '{name}'")
-            return default
-        if not isinstance(attr, kinds):
-            raise _wrong_kind(name, kinds[0], attr)
-        return attr
 
-    def ints(self, name: str, default: Any = None) -> tuple[int, ...]:
-        attr = self._get(name, REQUIRED if default is None else _MISSING, (DenseArrayBase,))
-        if attr is _MISSING:
-            return tuple(default)
-        if not isinstance(attr.elt_type, IntegerType):
-            raise _wrong_kind(name, DenseArrayBase, attr)
-        return tuple(int(v) for v in attr.get_values())
-
-    def floats(self, name: str, default: Any = None) -> tuple[float, ...]:
-        attr = self._get(name, REQUIRED if default is None else _MISSING, (DenseArrayBase,))
-        if attr is _MISSING:
-            return tuple(default)
-        return tuple(float(v) for v in attr.get_values())
-
-    def int(self, name: str, default: Any = None) -> int:
-        attr = self._get(name, REQUIRED if default is None else _MISSING, (IntegerAttr,))
-        return default if attr is _MISSING else int(attr.value.data)
-
-    def float(self, name: str, default: Any = None) -> float:
-        attr = self._get(name, REQUIRED if default is None else _MISSING, (FloatAttr, IntegerAttr))
-        return default if attr is _MISSING else float(attr.value.data)
-
-    def str(self, name: str, default: Any = None) -> str:
-        attr = self._get(name, REQUIRED if default is None else _MISSING, (StringAttr,))
-        return default if attr is _MISSING else attr.data
-
-    def bool(self, name: str, default: bool = False) -> bool:
-        attr = self._get(name, _MISSING, (IntegerAttr,))
-        return default if attr is _MISSING else bool(attr.value.data)
-
-    def type(self, name: str) -> Attribute:
-        return self._get(name, REQUIRED, (TypeAttribute,))
-
-
-_MISSING = object()

@@ -90,7 +90,7 @@ def flat_conv_plan(op: GraphOp, options: KernelOptions) -> dict | None:
     x_t, w_t = (o.type for o in op.operands)
     out_t = op.results[0].type
     a = op.attrs
-    if (a.str("data_layout", "NCHW") != "NCHW" or a.str("kernel_layout", "OIHW") != "OIHW"
+    if (a.data_layout != "NCHW" or a.kernel_layout != "OIHW"
             or not isinstance(out_t.element_type, Float32Type)):
         return None
     (sh, sw), (dh, dw), (pt, pl, _, _) = _window_attrs(a)
@@ -106,7 +106,7 @@ def flat_conv_plan(op: GraphOp, options: KernelOptions) -> dict | None:
     rph, cph = _phases(kh, dh, sh), _phases(kw, dw, sw)
     if 4 * n * (c * rph * cph * rows * wq + o * p) > FLAT_SCRATCH_BYTES:
         return None
-    return dict(n=n, c=c, cpg=cpg, opg=o // a.int("groups", 1), h=h, w=w, o=o, kh=kh, kw=kw,
+    return dict(n=n, c=c, cpg=cpg, opg=o // a.groups, h=h, w=w, o=o, kh=kh, kw=kw,
                 oh=oh, ow=ow, sh=sh, sw=sw, dh=dh, dw=dw, pt=pt, pl=pl, wq=wq, p=p, rows=rows,
                 rph=rph, cph=cph)
 
@@ -254,8 +254,8 @@ def lower_conv2d(op: GraphOp, name: str, options: KernelOptions) -> func.FuncOp:
     out_t = op.results[0].type
     et = out_t.element_type
     a = op.attrs
-    dl, kl = a.str("data_layout", "NCHW"), a.str("kernel_layout", "OIHW")
-    groups = a.int("groups", 1)
+    dl, kl = a.data_layout, a.kernel_layout
+    groups = a.groups
     (sh, sw), (dh, dw), (pt, pl, _, _) = _window_attrs(a)
     xs, ws, os_ = x_t.get_shape(), w_t.get_shape(), out_t.get_shape()
     n, c, h, wd = (xs[0], xs[3], xs[1], xs[2]) if dl == "NHWC" else xs
@@ -291,7 +291,7 @@ def lower_conv_transpose2d(op: GraphOp, name: str) -> func.FuncOp:
     x_t, w_t = (o.type for o in op.operands)
     out_t = op.results[0].type
     et = out_t.element_type
-    groups = op.attrs.int("groups", 1)
+    groups = op.groups
     (sh, sw), (dh, dw), (pt, pl, _, _) = _window_attrs(op.attrs)
     n, c, h, wd = x_t.get_shape()
     _, opg, kh, kw = w_t.get_shape()

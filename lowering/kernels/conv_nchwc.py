@@ -61,7 +61,7 @@ def lower_layout_transform(op: GraphOp, name: str) -> func.FuncOp:
     x_t = op.operands[0].type
     out_t = op.results[0].type
     et = out_t.element_type
-    src = op.attrs.str("src")
+    src = op.src
     kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
     if _BLOCKED_DATA.match(src):  # NCHW{b}c -> NCHW: a gather, no padding to fill
         n, c, h, w = out_t.get_shape()

@@ -49,7 +49,7 @@ def _pool_nchwc(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
     x_t, out_t = op.operands[0].type, op.results[0].type
     et = out_t.element_type
     a = op.attrs
-    kh, kw = a.ints("kernel")
+    kh, kw = a.kernel
     (sh, sw), (dh, dw), (pt, pl, _, _) = _window_attrs(a)
     n, cb, h, w, b = x_t.get_shape()
     _, _, oh, ow, _ = out_t.get_shape()
@@ -113,9 +113,9 @@ def _window_count(kb: KernelBuilder, op: GraphOp, et, iv_oh, iv_ow, hw, ohw):
     ceil-mode overhang)."""
     a = op.attrs
     (h, w), (oh, ow) = hw, ohw
-    kh, kw = a.ints("kernel")
+    kh, kw = a.kernel
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(a)
-    include = a.bool("count_include_pad")
+    include = a.count_include_pad
     rows = _taps_inside(oh, kh, sh, dh, pt, -pt if include else 0, h + pb if include else h)
     cols = _taps_inside(ow, kw, sw, dw, pl, -pl if include else 0, w + pr if include else w)
     rows, cols = [float(max(r, 1)) for r in rows], [float(max(c, 1)) for c in cols]

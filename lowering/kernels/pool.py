@@ -59,8 +59,8 @@ def _pool(op: GraphOp, name: str, is_max: bool, options: KernelOptions) -> func.
     x_t, out_t = op.operands[0].type, op.results[0].type
     et = out_t.element_type
     a = op.attrs
-    layout = a.str("layout", "NCHW")
-    kh, kw = a.ints("kernel")
+    layout = a.layout
+    kh, kw = a.kernel
     (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(a)
     xs, os_ = x_t.get_shape(), out_t.get_shape()
     n, c, h, w = (xs[0], xs[3], xs[1], xs[2]) if layout == "NHWC" else xs
@@ -197,7 +197,7 @@ def _mean(kb: KernelBuilder, a, et, total, iv_oh, iv_ow, hw, ohw, k, stride, dil
     overhang). ``row_range`` / ``col_range``: the [lo, hi) of output rows / columns the
     loop covers (a count constant there needs no select chain)."""
     (h, w), (oh, ow), (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = hw, ohw, k, stride, dil, pads
-    include = a.bool("count_include_pad")
+    include = a.count_include_pad
     rows = _counts(oh, kh, sh, dh, pt, -pt if include else 0, h + pb if include else h)
     cols = _counts(ow, kw, sw, dw, pl, -pl if include else 0, w + pr if include else w)
     ft = et if is_float(et) else f64
@@ -277,7 +277,7 @@ def lower_global_pool(op: GraphOp, name: str) -> func.FuncOp:
     is_max = op.name == "graph.global_max_pool"
     xs = x_t.get_shape()
     rank = len(xs)
-    nhwc = op.attrs.str("layout", "NCHW") == "NHWC"
+    nhwc = op.layout == "NHWC"
     spatial = list(range(1, rank - 1)) if nhwc else list(range(2, rank))
     kept = [d for d in range(rank) if d not in spatial]
     kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
@@ -327,7 +327,7 @@ def _pool_nd(op: GraphOp, name: str, kind: str) -> func.FuncOp:
         kb.store(identity, kb.outputs[0], out_idx)
         if kind == "argmax":
             kb.store(kb.const(-1, i64), kb.outputs[1], out_idx)  # -1: no input tap yet
-            steps = pool_index_steps(in_dims, op.attrs.int("storage_order", 0))
+            steps = pool_index_steps(in_dims, op.storage_order)
         with kb.loops([f"k{i}" for i in range(n)], kernel_) as taps:
             in_idx, conds = list(ivs[:2]), []
             for i in range(n):
@@ -354,7 +354,7 @@ def _pool_nd(op: GraphOp, name: str, kind: str) -> func.FuncOp:
             else:
                 kb.store(kb.max(acc, xv, et) if is_max else kb.add(acc, xv, et), kb.outputs[0], out_idx)
         if kind == "avg":
-            include = op.attrs.bool("count_include_pad")
+            include = op.count_include_pad
             ft = et if is_float(et) else f64
             count = None
             for i in range(n):

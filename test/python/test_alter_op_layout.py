@@ -38,7 +38,7 @@ def _counts(module) -> collections.Counter:
 
 
 def _transforms(module) -> list[tuple[str, str]]:
-    return [(op.attrs.str("src"), op.attrs.str("dst")) for op in module.walk()
+    return [(op.src, op.dst) for op in module.walk()
             if isinstance(op, g.LayoutTransformOp)]
 
 

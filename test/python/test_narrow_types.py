@@ -282,7 +282,7 @@ def test_onnx_bf16_arithmetic_computes_in_f32():
                         [helper.make_tensor_value_info("y", TensorProto.BFLOAT16, [3, 7])])
     module = import_model(model)
     casts = [op for op in module.walk() if isinstance(op, g.CastOp)]
-    assert [str(c.attrs.type("to")) for c in casts] == ["f32", "bf16"]
+    assert [str(c.to) for c in casts] == ["f32", "bf16"]
     x = np.linspace(-3, 3, 21, dtype=np.float32).reshape(3, 7).astype(ml_dtypes.bfloat16)
     xf = x.astype(np.float32)
     want = (np.maximum(xf, 0) + np.minimum(0, 0.7 * (np.exp(xf / 0.7) - 1))).astype(ml_dtypes.bfloat16)
