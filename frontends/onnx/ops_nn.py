@@ -1,5 +1,6 @@
 """Converters for ONNX neural-network ops: Conv/ConvTranspose, pooling, Gemm/
-MatMul/Einsum, normalizations, Softmax/LogSoftmax/Hardmax, LRN.
+MatMul/Einsum/Det, normalizations, Softmax/LogSoftmax/Hardmax, LRN (3-D
+convolutions and N-D pools: ops_nn_3d.py).
 
 The graph dialect's convolution and pooling ops are 2-D (NCHW); 1-D ONNX
 variants are expressed by inserting a unit H dim around them."""
@@ -82,7 +83,7 @@ def _add_channel_bias(ctx: ImportContext, y: Tensor, bias: Tensor | None) -> Ten
 def convert_conv(node: Node, ctx: ImportContext):
     x, w, bias = node.input(0), node.input(1), node.input(2)
     if x.rank == 5:  # through conv2d per depth tap (the simple-ops work)
-        from dlc.frontends.onnx.ops_simple import convert_conv3d
+        from dlc.frontends.onnx.ops_nn_3d import convert_conv3d
 
         return convert_conv3d(node, ctx)
     spatial = _spatial(node, ctx, x)
@@ -126,7 +127,7 @@ def convert_conv_transpose(node: Node, ctx: ImportContext):
     elif auto_pad == "VALID":
         pads = [0] * (2 * n)
     if spatial == 3:
-        from dlc.frontends.onnx.ops_simple import conv_transpose3d
+        from dlc.frontends.onnx.ops_nn_3d import conv_transpose3d
 
         return [_add_channel_bias(ctx, conv_transpose3d(node, ctx, x, w, kernel, strides, dilations, pads, out_pad), bias)]
     if spatial == 1:
@@ -149,7 +150,7 @@ def convert_conv_transpose(node: Node, ctx: ImportContext):
 def convert_pool(node: Node, ctx: ImportContext):
     x = node.input(0)
     if node.num_outputs > 1 or x.rank == 5:  # N-D ops of the simple-ops work
-        from dlc.frontends.onnx.ops_simple import convert_pool_nd
+        from dlc.frontends.onnx.ops_nn_3d import convert_pool_nd
 
         return convert_pool_nd(node, ctx)
     spatial = _spatial(node, ctx, x)
@@ -228,6 +229,11 @@ def convert_lrn(node: Node, ctx: ImportContext):
 @converts("MatMul")
 def convert_matmul(node: Node, ctx: ImportContext):
     return [ctx.emit(g.MatmulOp, node.input(0), node.input(1))]
+
+
+@converts("Det")
+def convert_det(node: Node, ctx: ImportContext):
+    return [ctx.emit(g.DetOp, node.input(0))]
 
 
 @converts("Gemm")
