@@ -1,7 +1,7 @@
 """dlc: a deep-learning compiler built on xDSL.
 
 Layers (see docs/architecture.md):
-  frontends/  -> graph dialect (dialects/graph.py)
+  frontends/  -> graph dialect (dialects/graph/)
   transforms/ graph passes (fold-constant, legalize, ...)
   lowering/   graph -> tensor-loop dialect (dialects/tloop.py) -> llvm
   backends/   llvmlite JIT / shared libraries, CUDA text

@@ -156,7 +156,7 @@ def import_te(path: str) -> ModuleOp:
 
 
 # ---------------------------------------------------------------------------
-# graph.custom support (dialects/graph.py calls these lazily)
+# graph.custom support (dialects/graph/custom.py calls these lazily)
 # ---------------------------------------------------------------------------
 
 

@@ -1,0 +1,242 @@
+"""The `graph` dialect: typed tensor ops with shape inference (Relay's role).
+
+Values are builtin ranked tensors (`tensor<1x3x224x224xf32>`); element types
+f32 first, with f16/f64, i64/i32/i8/ui8 and i1 (bool) where the op allows.
+Programs are `func.func`s of graph ops. Every op
+
+* infers its result types (``Op.make(*operands, **attrs)``),
+* verifies them, naming the rule that fails, and rejects attributes it does
+  not know (``ATTRS``; dialect-prefixed ones like ``dlc.origin`` are allowed),
+* prints as ``graph.op %a, %b {attrs} : (operand types) -> result types``,
+* has a numpy ``reference`` used by the evaluator and fold-constant.
+
+Defaults: NCHW data / OIHW kernel layout; ``padding`` is
+``[top, left, bottom, right]`` (ONNX's begin..., end... order for 2-D).
+
+Ops that ``legalize`` rewrites away (composite ops) are marked
+``COMPOSITE = True``; the rest form the *core set* that ``lower-to-loops`` handles.
+
+The ops live in one module per family (the shared op machinery is
+``dlc.dialects.graph_base``); this package re-exports all of them, so
+``from dlc.dialects import graph as g; g.Conv2DOp`` names any op:
+
+=================  ==========================================================
+``constants``      constant, weight
+``elementwise``    unary math and activations, binary arithmetic, comparisons,
+                   logical and bitwise ops, where
+``cast``           cast, and the semantics of the narrow element types
+``linalg``         matmul, dense, det
+``conv``           conv2d, conv_transpose2d, deform_conv2d, window attributes
+``pool``           2-D, global and N-D pools
+``normalization``  batch_norm, layer_norm, softmax, log_softmax
+``reduce``         reduce_*, arg_max, arg_min
+``movement``       reshape, transpose, broadcast_to, squeeze, unsqueeze, slice,
+                   pad, concat, split
+``indexing``       gather, gather_nd, scatter_nd, scatter_elements, top_k,
+                   reverse_sequence
+``spatial``        resize, grid_sample, dft, col2im, roi_align
+``control_flow``   if, loop, scan, yield (region ops; not in GRAPH_OPS)
+``custom``         custom (a tensor-expression op)
+``blocked_layout`` layout_transform and the NCHW{b}c conv/pools
+=================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorType, i1, i64
+from xdsl.ir import Attribute, Dialect
+
+from dlc.dialects.graph import (
+    blocked_layout,
+    cast,
+    constants,
+    control_flow,
+    conv,
+    custom,
+    elementwise,
+    indexing,
+    linalg,
+    movement,
+    normalization,
+    pool,
+    reduce,
+    spatial,
+)
+from dlc.dialects.graph_base import (
+    Attrs,
+    GraphOp,
+    ShapeError,
+    broadcast_shapes,
+    is_bool,
+    is_float,
+    is_int,
+    is_narrow,
+    normalize_axis,
+    numpy_dtype,
+    numpy_from_dense,
+    tensor_type,
+)
+from dlc.dialects.graph.common import Types
+from dlc.dialects.graph.constants import ConstantOp, WeightOp
+from dlc.dialects.graph.elementwise import (
+    AbsOp,
+    AcosOp,
+    AddOp,
+    AndOp,
+    AsinOp,
+    AtanOp,
+    BinaryOp,
+    BitwiseAndOp,
+    BitwiseNotOp,
+    BitwiseOrOp,
+    BitwiseXorOp,
+    CeilOp,
+    ClipOp,
+    CosOp,
+    DivOp,
+    EluOp,
+    EqualOp,
+    ErfOp,
+    ExpOp,
+    FloorOp,
+    GeluOp,
+    GreaterEqualOp,
+    GreaterOp,
+    HardSigmoidOp,
+    LeakyReluOp,
+    LessEqualOp,
+    LessOp,
+    LogOp,
+    MaxOp,
+    MinOp,
+    ModOp,
+    MulOp,
+    NegOp,
+    NotEqualOp,
+    NotOp,
+    OrOp,
+    PowOp,
+    ReciprocalOp,
+    ReluOp,
+    RoundOp,
+    RsqrtOp,
+    ShiftLeftOp,
+    ShiftRightOp,
+    SigmoidOp,
+    SignOp,
+    SinOp,
+    SoftplusOp,
+    SqrtOp,
+    SubOp,
+    TanhOp,
+    UnaryOp,
+    WhereOp,
+    XorOp,
+)
+from dlc.dialects.graph.cast import CastOp, narrow_cast_reference
+from dlc.dialects.graph.linalg import DenseOp, DetOp, MatmulOp
+from dlc.dialects.graph.conv import (
+    _window_attrs,
+    Conv2DOp,
+    ConvTranspose2DOp,
+    deform_conv_extras,
+    deform_conv_window,
+    DeformConv2DOp,
+)
+from dlc.dialects.graph.pool import (
+    _GlobalPoolOp,
+    _PoolOp,
+    AvgPool2DOp,
+    AvgPool3DOp,
+    GlobalAvgPoolOp,
+    GlobalMaxPoolOp,
+    MaxPool2DOp,
+    MaxPool3DOp,
+    MaxPoolWithIndicesOp,
+    pool_geometry,
+    pool_index_steps,
+)
+from dlc.dialects.graph.normalization import BatchNormOp, LayerNormOp, LogSoftmaxOp, SoftmaxOp
+from dlc.dialects.graph.reduce import (
+    _ArgReduceOp,
+    _reduce_axes,
+    ArgMaxOp,
+    ArgMinOp,
+    ReduceMaxOp,
+    ReduceMeanOp,
+    ReduceMinOp,
+    ReduceOp,
+    ReduceProdOp,
+    ReduceSumOp,
+)
+from dlc.dialects.graph.movement import (
+    _slice_params,
+    BroadcastToOp,
+    ConcatOp,
+    PadOp,
+    ReshapeOp,
+    SliceOp,
+    SplitOp,
+    SqueezeOp,
+    TransposeOp,
+    UnsqueezeOp,
+)
+from dlc.dialects.graph.indexing import (
+    GatherNDOp,
+    GatherOp,
+    ReverseSequenceOp,
+    SCATTER_REDUCTIONS,
+    ScatterElementsOp,
+    ScatterNDOp,
+    TopKOp,
+)
+from dlc.dialects.graph.spatial import (
+    col2im_blocks,
+    Col2ImOp,
+    DftOp,
+    grid_cubic_weights,
+    grid_reflect,
+    grid_sample_reference,
+    GridSampleOp,
+    resize_nearest_index,
+    resize_source_coords,
+    ResizeOp,
+    roi_align_samples,
+    RoiAlignOp,
+)
+from dlc.dialects.graph.control_flow import CONTROL_FLOW_OPS, IfOp, LoopOp, ScanOp, YieldOp
+from dlc.dialects.graph.custom import CustomOp
+from dlc.dialects.graph.blocked_layout import (
+    _BLOCKED_DATA,
+    AvgPool2DNCHWcOp,
+    Conv2DNCHWcOp,
+    LayoutTransformOp,
+    MaxPool2DNCHWcOp,
+)
+
+# The family modules in the order GRAPH_OPS lists their ops.
+_FAMILIES = (
+    constants, elementwise, cast, linalg, conv, pool, normalization, reduce,
+    movement, indexing, spatial, custom, blocked_layout,
+)
+
+
+def _ops_defined_in(module) -> list[type[GraphOp]]:
+    return [
+        obj
+        for obj in vars(module).values()
+        if isinstance(obj, type) and issubclass(obj, GraphOp) and obj.__module__ == module.__name__
+        and isinstance(obj.__dict__.get("name"), str) and obj.name.startswith("graph.")
+        and not getattr(obj, "CONTROL_FLOW", False)
+    ]
+
+
+# The straight-line ops (every per-op test iterates them); the region ops of
+# control_flow are registered with the dialect but kept out of this list.
+GRAPH_OPS: list[type[GraphOp]] = [op for module in _FAMILIES for op in _ops_defined_in(module)]
+
+Graph = Dialect("graph", GRAPH_OPS + CONTROL_FLOW_OPS, [])
+
+
+def is_composite(op_type: type[GraphOp]) -> bool:
+    return bool(getattr(op_type, "COMPOSITE", False))

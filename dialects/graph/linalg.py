@@ -1,0 +1,140 @@
+"""Linear algebra: matmul, dense (x @ w.T + b) and det.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def, traits_def
+from xdsl.traits import Pure
+
+from dlc.dialects.graph_base import Attrs, broadcast_shapes, GraphOp, ShapeError, tensor_type
+from dlc.dialects.graph.common import (
+    _broadcasts_to,
+    _check_element,
+    _contiguous,
+    _expect_count,
+    _same_element,
+    Types,
+)
+
+
+@irdl_op_definition
+class MatmulOp(GraphOp):
+    """numpy ``matmul``: batch dims broadcast; a 1-D operand is promoted to a
+    matrix and the added dim removed (covers batch-matmul).
+
+    ```mlir
+    %c = graph.matmul %a, %b : (tensor<8x2x3xf32>, tensor<3x5xf32>) -> tensor<8x2x5xf32>
+    ```
+    """
+
+    name = "graph.matmul"
+    ATTRS: ClassVar[tuple[str, ...]] = ()
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        element = _same_element(operand_types)
+        _check_element(operand_types[0], "numeric")
+        a, b = (list(t.get_shape()) for t in operand_types)
+        if not a or not b:
+            raise ShapeError("operands must have rank >= 1 (no scalars in matmul)")
+        a2 = [1] + a if len(a) == 1 else a
+        b2 = b + [1] if len(b) == 1 else b
+        if a2[-1] != b2[-2]:
+            raise ShapeError(
+                f"contraction dims differ: lhs has K={a2[-1]}, rhs has K={b2[-2]}"
+            )
+        batch = broadcast_shapes(a2[:-2], b2[:-2])
+        shape = list(batch) + [a2[-2], b2[-1]]
+        if len(a) == 1:
+            shape.pop(-2)
+        if len(b) == 1:
+            shape.pop(-1)
+        return [tensor_type(shape, element)]
+
+    def reference(self, a: np.ndarray, b: np.ndarray) -> list[np.ndarray]:
+        if a.dtype.kind == "f":
+            out = np.matmul(a.astype(np.float64), b.astype(np.float64))
+        else:
+            out = np.matmul(a, b)
+        return [out.astype(a.dtype)]
+
+
+@irdl_op_definition
+class DenseOp(GraphOp):
+    """Fully connected layer: ``x[..., K] . w[N, K]^T (+ bias[N])`` -> ``[..., N]``.
+    Composite: legalize rewrites it to transpose + matmul + add.
+
+    ```mlir
+    %y = graph.dense %x, %w, %b : (tensor<4x16xf32>, tensor<10x16xf32>, tensor<10xf32>) -> tensor<4x10xf32>
+    ```
+    """
+
+    name = "graph.dense"
+    ATTRS: ClassVar[tuple[str, ...]] = ()
+    x = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+    COMPOSITE: ClassVar[bool] = True
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, (2, 3))
+        element = _same_element(operand_types)
+        _check_element(operand_types[0], "numeric")
+        x, w = (list(t.get_shape()) for t in operand_types[:2])
+        if len(x) < 1 or len(w) != 2:
+            raise ShapeError(
+                f"weight must be 2-D [N, K] and x at least 1-D, got weight {w} and x {x}"
+            )
+        if x[-1] != w[1]:
+            raise ShapeError(f"x has K={x[-1]} but weight [N, K] has K={w[1]}")
+        shape = x[:-1] + [w[0]]
+        if len(operand_types) == 3:
+            bias = list(operand_types[2].get_shape())
+            if not _broadcasts_to(bias, shape):
+                raise ShapeError(f"bias of shape {bias} does not broadcast to {shape}")
+        return [tensor_type(shape, element)]
+
+    def reference(self, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None):
+        out = np.matmul(x.astype(np.float64), w.T.astype(np.float64))
+        if b is not None:
+            out = out + b
+        return [out.astype(x.dtype)]
+@irdl_op_definition
+class DetOp(GraphOp):
+    """Determinant of the square matrices in the last two dims (batched over
+    the leading dims); the kernel uses LU with partial pivoting in f64.
+
+    ```mlir
+    %d = graph.det %x : (tensor<2x3x3xf32>) -> tensor<2xf32>
+    ```
+    """
+
+    name = "graph.det"
+    ATTRS: ClassVar[tuple[str, ...]] = ()
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 1)
+        _check_element(operand_types[0], "float")
+        shape = list(operand_types[0].get_shape())
+        if len(shape) < 2 or shape[-1] != shape[-2]:
+            raise ShapeError(f"input must be square matrices [..., M, M], got shape {shape}")
+        return [tensor_type(shape[:-2], operand_types[0].element_type)]
+
+    def reference(self, x: np.ndarray) -> list[np.ndarray]:
+        return [_contiguous(np.linalg.det(x.astype(np.float64))).astype(x.dtype)]
