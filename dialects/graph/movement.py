@@ -29,6 +29,8 @@ from dlc.dialects.graph_base import (
     tensor_type,
 )
 from dlc.dialects.graph.common import _contiguous, _expect_count, _same_element, Types
+from dlc.dialects.graph import decompose
+from dlc.dialects.traits import Composite
 
 
 class _MoveOp(GraphOp):
@@ -143,7 +145,7 @@ class SqueezeOp(_MoveOp):
 
     name = "graph.squeeze"
     ATTRS: ClassVar[tuple[str, ...]] = ("axes",)
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.to_reshape))
 
     @classmethod
     def out_shape(cls, shape, attrs):
@@ -172,7 +174,7 @@ class UnsqueezeOp(_MoveOp):
 
     name = "graph.unsqueeze"
     ATTRS: ClassVar[tuple[str, ...]] = ("axes",)
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.to_reshape))
 
     @classmethod
     def out_shape(cls, shape, attrs):

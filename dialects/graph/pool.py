@@ -16,12 +16,14 @@ from xdsl.traits import Pure
 from dlc.dialects.graph_base import Attrs, GraphOp, ShapeError, tensor_type
 from dlc.dialects.graph.common import _check_element, _contiguous, _expect_count, Types
 from dlc.dialects.graph.conv import _DATA_LAYOUTS, _from_nchw, _layout, _nchw, _window_attrs
+from dlc.dialects.graph import decompose
+from dlc.dialects.traits import Composite, FusionAnchor, LayoutFree, WidenF16
 
 
 class _PoolOp(GraphOp):
     x = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionAnchor())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -108,6 +110,7 @@ class MaxPool2DOp(_PoolOp):
     """
 
     name = "graph.max_pool2d"
+    traits = traits_def(LayoutFree(blocked="graph.max_pool2d_nchwc"))
     # count_include_pad is accepted (and means nothing) so both pools share one attribute set
     ATTRS: ClassVar[tuple[str, ...]] = (
         "kernel", "strides", "padding", "dilations", "ceil_mode", "layout", "count_include_pad"
@@ -132,6 +135,7 @@ class AvgPool2DOp(_PoolOp):
     """
 
     name = "graph.avg_pool2d"
+    traits = traits_def(WidenF16(), LayoutFree(blocked="graph.avg_pool2d_nchwc"))
     ATTRS: ClassVar[tuple[str, ...]] = ("kernel", "strides", "padding", "dilations", "ceil_mode", "layout", "count_include_pad")
 
     def pool(self, x: np.ndarray) -> np.ndarray:
@@ -180,7 +184,7 @@ class GlobalAvgPoolOp(_GlobalPoolOp):
 
     name = "graph.global_avg_pool"
     ATTRS: ClassVar[tuple[str, ...]] = ("layout",)
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.global_avg_pool))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [x.mean(axis=self._spatial_axes(x.ndim), keepdims=True, dtype=np.float64).astype(x.dtype)]
@@ -197,7 +201,7 @@ class GlobalMaxPoolOp(_GlobalPoolOp):
 
     name = "graph.global_max_pool"
     ATTRS: ClassVar[tuple[str, ...]] = ("layout",)
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.global_max_pool))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [x.max(axis=self._spatial_axes(x.ndim), keepdims=True)]
@@ -314,6 +318,7 @@ class MaxPool3DOp(_PoolNdOp):
 @irdl_op_definition
 class AvgPool3DOp(_PoolNdOp):
     name = "graph.avg_pool3d"
+    traits = traits_def(WidenF16())
     ATTRS: ClassVar[tuple[str, ...]] = (
         "kernel", "strides", "padding", "dilations", "ceil_mode", "count_include_pad"
     )
