@@ -247,7 +247,8 @@ CASES = [
      ("RoiAlign", {"output_height": 2, "output_width": 3, "sampling_ratio": 2}, (), 16)),
     ("deform_conv2d", g.DeformConv2DOp, [rand(1, 2, 4, 5), rand(3, 2, 2, 2), rand(1, 8, 3, 4)], {},
      ("DeformConv", {}, (), 19)),
-    # -- simple-ops work (more in test_simple_ops.py)
+    # -- trig, bitwise and shift ops, 3-D pools, det (more in test_bitwise_and_trig_ops.py,
+    # test_pool_nd_and_conv3d.py, test_det_and_integer_linalg.py)
     ("acos", g.AcosOp, [rand(3, 1, 5, low=-1, high=1)], {}, ("Acos", {}, (), 18)),
     ("asin", g.AsinOp, [rand(7, low=-1, high=1)], {}, ("Asin", {}, (), 18)),
     ("atan", g.AtanOp, [rand(2, 3)], {}, ("Atan", {}, (), 18)),
