@@ -7,18 +7,13 @@ and a new op gets a pass's treatment by declaring the trait. They are xDSL
 ``OpTrait``s: frozen dataclasses, collected over the class's bases (a trait
 on ``ReduceOp`` holds for every reduction), compared by value.
 
-======================  ======================================  =============================
-trait                   promise                                 asked by
-======================  ======================================  =============================
-``Elementwise``         out[i] = f(operands[bcast(i)]), with    fuse-ops, lowering/fused.py
-                        a scalar body in the kernel library
-``FusionAnchor(dense)`` its kernel takes a fused elementwise    fuse-ops
-                        epilogue
-``WidenF16``            accumulates: computed in f32 for f16    widen-accumulation
-``LayoutFree(blocked)`` may run on NCHW{b}c values              alter-op-layout
-``Composite(decompose)`` rewritten into core ops by             legalize, lower-to-loops
-                        ``decompose``
-======================  ======================================  =============================
+* ``Elementwise``: out[i] = f(operands[bcast(i)]), with a scalar body in the kernel
+  library (asked by fuse-ops and ``lowering/fused.py``);
+* ``FusionAnchor(dense)``: its kernel takes a fused elementwise epilogue (fuse-ops);
+* ``WidenF16``: accumulates, so it is computed in f32 for f16 (widen-accumulation);
+* ``LayoutFree(blocked)``: may run on NCHW{b}c values (alter-op-layout);
+* ``Composite(decompose)``: rewritten into core ops by ``decompose`` (legalize;
+  lower-to-loops rejects one left over that has no kernel).
 
 ``test/python/test_op_traits.py`` pins the set of ops holding each trait.
 """
