@@ -54,9 +54,9 @@ def _unary(name: str, fn, element: str = "float", doc: str = "", extra_traits=()
     op_name = f"graph.{name}"
 
     class _Op(UnaryOp):
+        traits = traits_def(Elementwise(), *extra_traits)
         ELEMENT: ClassVar[str] = element
         ATTRS: ClassVar[tuple[str, ...]] = ()
-        traits = traits_def(Elementwise(), *extra_traits)
 
         def compute(self, x: np.ndarray) -> np.ndarray:
             return fn(x)
@@ -131,9 +131,9 @@ class ClipOp(UnaryOp):
     ```
     """
 
+    traits = traits_def(Elementwise(), LayoutFree())
     name = "graph.clip"
     ATTRS: ClassVar[tuple[str, ...]] = ("min", "max")
-    traits = traits_def(Elementwise(), LayoutFree())
     ELEMENT: ClassVar[str] = "numeric"
 
     @classmethod
@@ -161,9 +161,9 @@ class LeakyReluOp(UnaryOp):
     ```
     """
 
+    traits = traits_def(Elementwise(), LayoutFree())
     name = "graph.leaky_relu"
     ATTRS: ClassVar[tuple[str, ...]] = ("alpha",)
-    traits = traits_def(Elementwise(), LayoutFree())
 
     @classmethod
     def check_attrs(cls, attrs: Attrs) -> None:
@@ -274,10 +274,10 @@ def _binary(name: str, fn, element: str = "numeric", result_bool: bool = False, 
     op_name = f"graph.{name}"
 
     class _Op(BinaryOp):
+        traits = traits_def(Elementwise(), *extra_traits)
         ELEMENT: ClassVar[str] = element
         ATTRS: ClassVar[tuple[str, ...]] = ()
         RESULT_BOOL: ClassVar[bool] = result_bool
-        traits = traits_def(Elementwise(), *extra_traits)
 
         def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
             return fn(a, b)

@@ -66,9 +66,9 @@ def _reduce(name: str, fn, doc: str, needs_elements: bool = False, extra_traits=
     op_name = f"graph.{name}"
 
     class _Op(ReduceOp):
+        traits = traits_def(*extra_traits)
         NEEDS_ELEMENTS: ClassVar[bool] = needs_elements
         ATTRS: ClassVar[tuple[str, ...]] = ("axes", "keepdims")
-        traits = traits_def(*extra_traits)
 
         def compute(self, x, axes, keep):
             return fn(x, axes, keep)
