@@ -13,8 +13,8 @@ from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
 from dlc.dialects.graph_base import Attrs, broadcast_shapes, GraphOp, ShapeError, tensor_type
-from dlc.dialects.graph import decompose
 from dlc.dialects.graph.common import _check_element, _expect_count, _same_element, Types
+from dlc.dialects.graph import decompose
 from dlc.dialects.traits import Composite, Elementwise, LayoutFree
 
 
