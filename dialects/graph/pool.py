@@ -109,8 +109,8 @@ class MaxPool2DOp(_PoolOp):
     ```
     """
 
-    name = "graph.max_pool2d"
     traits = traits_def(LayoutFree(blocked="graph.max_pool2d_nchwc"))
+    name = "graph.max_pool2d"
     # count_include_pad is accepted (and means nothing) so both pools share one attribute set
     ATTRS: ClassVar[tuple[str, ...]] = (
         "kernel", "strides", "padding", "dilations", "ceil_mode", "layout", "count_include_pad"
@@ -134,8 +134,8 @@ class AvgPool2DOp(_PoolOp):
     ```
     """
 
-    name = "graph.avg_pool2d"
     traits = traits_def(WidenF16(), LayoutFree(blocked="graph.avg_pool2d_nchwc"))
+    name = "graph.avg_pool2d"
     ATTRS: ClassVar[tuple[str, ...]] = ("kernel", "strides", "padding", "dilations", "ceil_mode", "layout", "count_include_pad")
 
     def pool(self, x: np.ndarray) -> np.ndarray:
@@ -317,8 +317,8 @@ class MaxPool3DOp(_PoolNdOp):
 
 @irdl_op_definition
 class AvgPool3DOp(_PoolNdOp):
-    name = "graph.avg_pool3d"
     traits = traits_def(WidenF16())
+    name = "graph.avg_pool3d"
     ATTRS: ClassVar[tuple[str, ...]] = (
         "kernel", "strides", "padding", "dilations", "ceil_mode", "count_include_pad"
     )
