@@ -82,7 +82,7 @@ def _add_channel_bias(ctx: ImportContext, y: Tensor, bias: Tensor | None) -> Ten
 @converts("Conv")
 def convert_conv(node: Node, ctx: ImportContext):
     x, w, bias = node.input(0), node.input(1), node.input(2)
-    if x.rank == 5:  # through conv2d per depth tap (the simple-ops work)
+    if x.rank == 5:  # through conv2d per depth tap (ops_nn_3d.py)
         from dlc.frontends.onnx.ops_nn_3d import convert_conv3d
 
         return convert_conv3d(node, ctx)
@@ -102,7 +102,7 @@ def convert_conv(node: Node, ctx: ImportContext):
 @converts("ConvTranspose")
 def convert_conv_transpose(node: Node, ctx: ImportContext):
     x, w, bias = node.input(0), node.input(1), node.input(2)
-    spatial = 3 if x.rank == 5 else _spatial(node, ctx, x)  # 3-D: the simple-ops work
+    spatial = 3 if x.rank == 5 else _spatial(node, ctx, x)  # 3-D: ops_nn_3d.py
     n = spatial
     kernel = list(node.attr("kernel_shape", w.shape[2:]))
     strides = list(node.attr("strides", [1] * n))
@@ -149,7 +149,7 @@ def convert_conv_transpose(node: Node, ctx: ImportContext):
 @converts("MaxPool", "AveragePool")
 def convert_pool(node: Node, ctx: ImportContext):
     x = node.input(0)
-    if node.num_outputs > 1 or x.rank == 5:  # N-D ops of the simple-ops work
+    if node.num_outputs > 1 or x.rank == 5:  # N-D pool ops (ops_nn_3d.py)
         from dlc.frontends.onnx.ops_nn_3d import convert_pool_nd
 
         return convert_pool_nd(node, ctx)
@@ -176,7 +176,7 @@ def convert_lp_pool(node: Node, ctx: ImportContext):
     # counting padding (zeros) times the window size
     x = node.input(0)
     p = float(node.attr("p", 2))
-    spatial = 3 if x.rank == 5 else _spatial(node, ctx, x)  # 3-D: avg_pool3d (simple-ops work)
+    spatial = 3 if x.rank == 5 else _spatial(node, ctx, x)  # 3-D: avg_pool3d
     kernel = list(node.required("kernel_shape"))
     strides, dilations, pads = _window(node, ctx, x.shape[2:], kernel)
     powered = ctx.emit(g.PowOp, ctx.emit(g.AbsOp, x), ctx.constant(p, like=x))

@@ -267,7 +267,7 @@ CASES = [
     ("max_pool_with_indices", g.MaxPoolWithIndicesOp, [rand(1, 3, 5, 7)], {"kernel": [2, 3], "strides": [1, 2]},
      ("MaxPool", {"kernel_shape": [2, 3], "strides": [1, 2]}, (), 18)),
     ("det", g.DetOp, [rand(3, 5, 5)], {}, ("Det", {}, (), 22)),
-    # -- blocked layouts (alter-op-layout work; more in test_alter_op_layout.py)
+    # -- blocked layouts (built by alter-op-layout; more in test_alter_op_layout.py)
     ("layout_transform", g.LayoutTransformOp, [rand(2, 20, 3, 5)], {"src": "NCHW", "dst": "NCHW16c"},
      lambda x: np.pad(x, ((0, 0), (0, 12), (0, 0), (0, 0))).reshape(2, 2, 16, 3, 5).transpose(0, 1, 3, 4, 2)),
     ("conv2d_nchwc", g.Conv2DNCHWcOp, [rand(1, 2, 7, 6, 4), rand(3, 2, 3, 3, 4, 2)], {"strides": [2, 1], "padding": [1, 0, 1, 2]},
