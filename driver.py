@@ -23,6 +23,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, TensorType
 from xdsl.utils.exceptions import DiagnosticException
 
+import dlc.frontends.te  # noqa: F401  (graph.custom's "te" language and kernel)
 from dlc.runtime.native import EntryPoint, NativeModule, Spec, metadata_json
 from dlc.weights import attach, load_for_module, store_of
 

@@ -35,7 +35,7 @@ def op_flops(op: Operation) -> int:
     out = sum(_size(r.type) for r in op.results)
     if isinstance(op, g.Conv2DOp):
         w = op.weight.type.get_shape()
-        kl = op.attrs.str("kernel_layout", "OIHW")
+        kl = op.kernel_layout
         cpg, kh, kw = (w[2], w[0], w[1]) if kl == "HWIO" else (w[1], w[2], w[3])
         return 2 * out * cpg * kh * kw
     if isinstance(op, g.ConvTranspose2DOp):
@@ -46,7 +46,7 @@ def op_flops(op: Operation) -> int:
         a = op.operands[0].type.get_shape()
         return 2 * out * (a[-1] if a else 1)
     if isinstance(op, g._PoolOp):
-        kh, kw = op.attrs.ints("kernel")
+        kh, kw = op.kernel
         return out * kh * kw
     if isinstance(op, (g.ReduceOp, g._GlobalPoolOp, g._ArgReduceOp)):
         return _size(op.operands[0].type)

@@ -22,12 +22,11 @@ shorter and gives identical round trips for all of them.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import (
-    AnyFloat,
     BoolAttr,
     BytesAttr,
     DenseArrayBase,
@@ -44,16 +43,28 @@ from xdsl.dialects.builtin import (
     i1,
     i64,
 )
-from xdsl.ir import Attribute, Operation, SSAValue, TypeAttribute
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation
 from xdsl.parser import Parser
 from xdsl.utils.mlir_lexer import MLIRTokenKind
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-
-class ShapeError(Exception):
-    """An op's operands/attributes break a typing rule; the message names it."""
+from dlc.dialects.graph_attributes import (  # re-exported: ops and passes import them from here
+    Attrs,
+    BoolAttribute,
+    ElementTypeAttribute,
+    EnumAttribute,
+    FloatAttribute,
+    FloatsAttribute,
+    IntAttribute,
+    IntsAttribute,
+    OpAttribute,
+    ShapeError,
+    StringAttribute,
+    declared_attributes,
+    or_default,
+)
 
 
 # ---------------------------------------------------------------------------
@@ -235,72 +246,6 @@ def to_attribute(value: Any) -> Attribute:
     raise TypeError(f"cannot turn {value!r} into an attribute")
 
 
-class Attrs:
-    """Typed, defaulted read access to an op's attribute dictionary."""
-
-    def __init__(self, attributes: Mapping[str, Attribute]):
-        self.raw = attributes
-
-    def __contains__(self, name: str) -> bool:
-        return name in self.raw
-
-    def _get(self, name: str, default: Any, kinds: tuple[type, ...]) -> Any:
-        attr = self.raw.get(name)
-        if attr is None:
-            if default is _REQUIRED:
-                raise ShapeError(f"missing attribute '{name}'")
-            return default
-        if not isinstance(attr, kinds):
-            raise ShapeError(f"attribute '{name}' must be {_KIND_NAMES[kinds[0]]}, got {attr}")
-        return attr
-
-    def ints(self, name: str, default: Any = None) -> tuple[int, ...]:
-        attr = self._get(name, _REQUIRED if default is None else _MISSING, (DenseArrayBase,))
-        if attr is _MISSING:
-            return tuple(default)
-        if not isinstance(attr.elt_type, IntegerType):
-            raise ShapeError(f"attribute '{name}' must be {_KIND_NAMES[DenseArrayBase]}, got {attr}")
-        return tuple(int(v) for v in attr.get_values())
-
-    def floats(self, name: str, default: Any = None) -> tuple[float, ...]:
-        attr = self._get(name, _REQUIRED if default is None else _MISSING, (DenseArrayBase,))
-        if attr is _MISSING:
-            return tuple(default)
-        return tuple(float(v) for v in attr.get_values())
-
-    def int(self, name: str, default: Any = None) -> int:
-        attr = self._get(name, _REQUIRED if default is None else _MISSING, (IntegerAttr,))
-        return default if attr is _MISSING else int(attr.value.data)
-
-    def float(self, name: str, default: Any = None) -> float:
-        attr = self._get(
-            name, _REQUIRED if default is None else _MISSING, (FloatAttr, IntegerAttr)
-        )
-        return default if attr is _MISSING else float(attr.value.data)
-
-    def str(self, name: str, default: Any = None) -> str:
-        attr = self._get(name, _REQUIRED if default is None else _MISSING, (StringAttr,))
-        return default if attr is _MISSING else attr.data
-
-    def bool(self, name: str, default: bool = False) -> bool:
-        attr = self._get(name, _MISSING, (IntegerAttr,))
-        return default if attr is _MISSING else bool(attr.value.data)
-
-    def type(self, name: str) -> Attribute:
-        return self._get(name, _REQUIRED, (TypeAttribute,))
-
-
-_REQUIRED = object()
-_MISSING = object()
-_KIND_NAMES = {
-    DenseArrayBase: "an integer array like array<i64: 1, 2>",
-    IntegerAttr: "an integer like 1 : i64",
-    FloatAttr: "a number like 1.0 : f32",
-    StringAttr: 'a string like "abc"',
-    TypeAttribute: "a type like f32",
-}
-
-
 # ---------------------------------------------------------------------------
 # shape rules shared by several ops
 # ---------------------------------------------------------------------------
@@ -349,11 +294,11 @@ def shape_str(t: Attribute) -> str:
 class GraphOp(IRDLOperation):
     """Base of every graph-dialect op (see module docstring)."""
 
-    # The attribute names the op understands; the verifier rejects others (a
-    # typo like `axiss` would otherwise be ignored silently). None: not
-    # declared, nothing checked. Dialect-prefixed names (`dlc.origin`) are
-    # discardable annotations of passes and always allowed.
-    ATTRS: ClassVar[tuple[str, ...] | None] = None
+    # Attributes are declared as fields (IntAttribute(default=1), ... from
+    # graph_attributes), or with xDSL's attr_def for a payload attribute; the
+    # verifier rejects any other name (a typo like `axiss` would otherwise be
+    # ignored silently). Dialect-prefixed names (`dlc.origin`) are discardable
+    # annotations of passes and always allowed.
 
     # Whether the op accepts narrow (storage-only) element types: casts,
     # constants and ops that only move data. Others are rejected so that no
@@ -380,7 +325,9 @@ class GraphOp(IRDLOperation):
         try:
             cls.check_attribute_names(attrs)
             types = _operand_tensor_types(values)
-            result_types = cls.infer(types, Attrs(attrs))
+            typed = Attrs(attrs, cls)
+            result_types = cls.infer(types, typed)
+            cls.check_attribute_kinds(typed)
             cls.check_narrow_types(types, result_types)
         except ShapeError as err:
             raise VerifyException(f"{cls.name}: {err}") from None
@@ -388,16 +335,26 @@ class GraphOp(IRDLOperation):
 
     @property
     def attrs(self) -> Attrs:
-        return Attrs(self.attributes)
+        return Attrs(self.attributes, type(self))
+
+    @classmethod
+    def attribute_names(cls) -> tuple[str, ...]:
+        """Every attribute the op understands: xDSL attr_defs, then declarations."""
+        return tuple(cls.get_irdl_definition().attributes) + tuple(declared_attributes(cls))
 
     @classmethod
     def check_attribute_names(cls, names) -> None:
-        if cls.ATTRS is None:
-            return
+        known = cls.attribute_names()
         for name in names:
-            if name not in cls.ATTRS and "." not in name:
-                known = ", ".join(cls.ATTRS) if cls.ATTRS else "none"
-                raise ShapeError(f"unknown attribute '{name}' (known: {known})")
+            if name not in known and "." not in name:
+                raise ShapeError(f"unknown attribute '{name}' (known: {', '.join(known) or 'none'})")
+
+    @classmethod
+    def check_attribute_kinds(cls, attrs: Attrs) -> None:
+        """Read every declared attribute (after ``infer``, which names the
+        first broken rule): a wrong kind fails even where infer never reads it."""
+        for spec in declared_attributes(cls).values():
+            spec.read(attrs.raw)
 
     @classmethod
     def check_narrow_types(cls, operand_types, result_types) -> None:
@@ -416,7 +373,9 @@ class GraphOp(IRDLOperation):
         try:
             self.check_attribute_names(self.attributes)
             types = _operand_tensor_types(self.operands)
-            inferred = self.infer(types, self.attrs)
+            attrs = self.attrs
+            inferred = self.infer(types, attrs)
+            self.check_attribute_kinds(attrs)
             self.check_narrow_types(types, inferred)
         except ShapeError as err:
             raise VerifyException(f"{self.name}: {err}") from None

@@ -387,8 +387,8 @@ def _emit_if(em: _BlockEmitter, op: graph.IfOp, operands, results, prefix: str) 
 
 # -- graph.loop -------------------------------------------------------------------------
 def _emit_loop(em: _BlockEmitter, op: graph.LoopOp, operands, results, prefix: str) -> None:
-    carried_n = op.attrs.int("num_carried")
-    bound = op.attrs.int("max_iterations")
+    carried_n = op.num_carried
+    bound = op.max_iterations
     carried_types = [r.type for r in op.results[:carried_n]]
     states, stacked = list(results[:carried_n]), list(results[carried_n:])
     stacked_types = [r.type for r in op.results[carried_n:]]
@@ -445,7 +445,7 @@ def _emit_loop(em: _BlockEmitter, op: graph.LoopOp, operands, results, prefix: s
 # -- graph.scan -------------------------------------------------------------------------
 def _emit_scan(em: _BlockEmitter, op: graph.ScanOp, operands, results, prefix: str) -> None:
     operand_types = [o.type for o in op.operands]
-    num_out = len(op.results) - op.attrs.int("num_carried")
+    num_out = len(op.results) - op.num_carried
     carried_n, n_in, in_axes, in_dirs, out_axes, out_dirs, length = graph.ScanOp.layout(
         op.attrs, operand_types, num_out)
     carried_types = operand_types[:carried_n]

@@ -36,7 +36,6 @@ from dlc.lowering.bufferize import bufferize_function
 from dlc.lowering.kernels import generator_for
 from dlc.lowering.kernels.control_flow import read_row_kernel, write_row_kernel, zero_kernel
 from dlc.lowering.kernels.movement import copy_kernel
-import dlc.frontends.te.custom_kernel  # noqa: F401,E402  (registers the graph.custom kernel)
 from dlc.diagnostics import OpError
 from dlc.weights import store_of
 

@@ -36,6 +36,7 @@ from dlc.diagnostics import (
     verify_module,
     write_atomically,
 )
+import dlc.frontends.te  # noqa: F401  (graph.custom's "te" language and kernel: dlc-cli/translate import this module too)
 from dlc.tools.printing import print_module
 
 TOOL = "dlc-opt"

@@ -72,8 +72,8 @@ def _convertible_conv(op: Operation) -> bool:
     if not isinstance(op, g.Conv2DOp):
         return False
     a = op.attrs
-    return (a.str("data_layout", "NCHW") == "NCHW" and a.str("kernel_layout", "OIHW") == "OIHW"
-            and a.int("groups", 1) == 1 and is_float(op.results[0].type.element_type))
+    return (a.data_layout == "NCHW" and a.kernel_layout == "OIHW"
+            and a.groups == 1 and is_float(op.results[0].type.element_type))
 
 
 class _FunctionRewrite:
@@ -131,7 +131,7 @@ class _FunctionRewrite:
         w = self._insert(g.LayoutTransformOp.make(
             op.operands[1], src="OIHW", dst=f"OIHW{ib}i{self.block}o"), op)
         attrs = {k: op.attributes[k] for k in ("strides", "dilations") if k in op.attributes}
-        pt, pl, pb, pr = op.attrs.ints("padding", (0, 0, 0, 0))
+        pt, pl, pb, pr = op.padding
         if (pt, pl, pb, pr) != (0, 0, 0, 0):
             x = self._padded(x, (pt, pl, pb, pr), op)
         conv = g.Conv2DNCHWcOp.make(x, w, **attrs)
@@ -168,7 +168,7 @@ class _FunctionRewrite:
     def _convert_pool(self, op: GraphOp, free: LayoutFree) -> None:
         """A pool of a blocked value pools each channel of its block: its ``_nchwc`` twin."""
         x = op.operands[0]
-        if x not in self.blocked or op.attrs.str("layout", "NCHW") != "NCHW":
+        if x not in self.blocked or op.layout != "NCHW":
             return
         if not is_float(op.results[0].type.element_type):
             return
@@ -181,7 +181,7 @@ class _FunctionRewrite:
         (same sums, same order), else the same reduction over axes 2, 3 of the blocked
         tensor. A padded channel's sum/mean/max/min is 0."""
         x = op.operands[0]
-        if x not in self.blocked or not op.attrs.bool("keepdims"):
+        if x not in self.blocked or not op.keepdims:
             return
         if len(_shape(x)) != 4 or _reduce_axes(op.attrs, 4) != (2, 3):
             return
@@ -197,7 +197,7 @@ class _FunctionRewrite:
         block: a concat of the blocks (axis 1 of NCHW{b}c). Any other count would put
         padded channels in the middle of the result: the concat then stays plain."""
         out_shape = _shape(op.results[0])
-        if len(out_shape) != 4 or normalize_axis(op.attrs.int("axis"), 4) != 1:
+        if len(out_shape) != 4 or normalize_axis(op.axis, 4) != 1:
             return
         if not any(v in self.blocked for v in op.operands):
             return

@@ -122,7 +122,7 @@ def _expand_if(op: g.IfOp, b: _Builder) -> list[SSAValue]:
 
 def _expand_scan(op: g.ScanOp, b: _Builder) -> list[SSAValue]:
     operand_types = [o.type for o in op.operands]
-    num_out = len(op.results) - op.attrs.int("num_carried")
+    num_out = len(op.results) - op.num_carried
     carried, n_in, in_axes, in_dirs, out_axes, out_dirs, length = g.ScanOp.layout(
         op.attrs, operand_types, num_out)
     operands = list(op.operands)
@@ -168,8 +168,8 @@ def _padded_stack(b: _Builder, rows: list[SSAValue], result: TensorType) -> SSAV
 
 
 def _expand_loop(op: g.LoopOp, b: _Builder) -> list[SSAValue]:
-    carried_n = op.attrs.int("num_carried")
-    bound = op.attrs.int("max_iterations")
+    carried_n = op.num_carried
+    bound = op.max_iterations
     operands = list(op.operands)
     trip_value, cond = operands[0], operands[1]
     carried = operands[2:2 + carried_n]
@@ -211,10 +211,10 @@ _EXPANSIONS = {g.IfOp: _expand_if, g.ScanOp: _expand_scan, g.LoopOp: _expand_loo
 
 def _iterations(op: Operation) -> int:
     if isinstance(op, g.LoopOp):
-        return op.attrs.int("max_iterations")
+        return op.max_iterations
     if isinstance(op, g.ScanOp):
         return g.ScanOp.layout(op.attrs, [o.type for o in op.operands],
-                               len(op.results) - op.attrs.int("num_carried"))[-1]
+                               len(op.results) - op.num_carried)[-1]
     return 1
 
 

@@ -63,7 +63,7 @@ def _only_user(value: SSAValue) -> Operation | None:
 
 def _row_reduction(op: Operation | None, name: str, x: SSAValue) -> int | None:
     """The axis of ``op = <name>(x)`` over one axis with keepdims, else None."""
-    if op is None or op.name != name or op.operands[0] is not x or not op.attrs.bool("keepdims"):
+    if op is None or op.name != name or op.operands[0] is not x or not op.keepdims:
         return None
     axes = _reduce_axes(op.attrs, len(x.type.get_shape()))
     return axes[0] if len(axes) == 1 else None

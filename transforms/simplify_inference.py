@@ -134,12 +134,12 @@ class _Simplifier:
         out_shape = tuple(conv.results[0].type.get_shape())
         if tuple(op.results[0].type.get_shape()) != out_shape:
             return False
-        nhwc = conv.attrs.str("data_layout", "NCHW") == "NHWC"
+        nhwc = conv.data_layout == "NHWC"
         vector = _channel_vector(scale, out_shape, 3 if nhwc else 1)
         weight = constant_value(conv.weight)
         if vector is None or weight is None:
             return False
-        hwio = conv.attrs.str("kernel_layout", "OIHW") == "HWIO"
+        hwio = conv.kernel_layout == "HWIO"
         lane = vector.reshape((1, 1, 1, -1) if hwio else (-1, 1, 1, 1))
         scaled = (weight * lane).astype(weight.dtype)
         new_w = self.constant(scaled, conv.weight.owner, f"{_name(conv.weight)}.scaled")

@@ -5,8 +5,11 @@ f32 first, with f16/f64, i64/i32/i8/ui8 and i1 (bool) where the op allows.
 Programs are `func.func`s of graph ops. Every op
 
 * infers its result types (``Op.make(*operands, **attrs)``),
+* declares each attribute once, typed and with its default
+  (``groups = IntAttribute(default=1)``, see ``dlc.dialects.graph_attributes``):
+  ``op.groups`` reads it, and ``infer`` reads ``attrs.groups``,
 * verifies them, naming the rule that fails, and rejects attributes it does
-  not know (``ATTRS``; dialect-prefixed ones like ``dlc.origin`` are allowed),
+  not declare (dialect-prefixed ones like ``dlc.origin`` are allowed),
 * prints as ``graph.op %a, %b {attrs} : (operand types) -> result types``,
 * has a numpy ``reference`` used by the evaluator and fold-constant.
 

@@ -12,7 +12,17 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from dlc.dialects.graph_base import Attrs, GraphOp, ShapeError, tensor_type
+from dlc.dialects.graph_base import (
+    Attrs,
+    BoolAttribute,
+    GraphOp,
+    IntAttribute,
+    IntsAttribute,
+    or_default,
+    ShapeError,
+    StringAttribute,
+    tensor_type,
+)
 from dlc.dialects.graph.common import (
     _check_element,
     _contiguous,
@@ -65,7 +75,9 @@ class LayoutTransformOp(GraphOp):
     """
 
     name = "graph.layout_transform"
-    ATTRS: ClassVar[tuple[str, ...]] = ("src", "dst", "channels")
+    src = StringAttribute()
+    dst = StringAttribute()
+    channels = IntAttribute(optional=True)  # default: all channels of the blocks
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -75,8 +87,8 @@ class LayoutTransformOp(GraphOp):
         _expect_count(operand_types, 1)
         t = operand_types[0]
         shape = list(t.get_shape())
-        src, dst = attrs.str("src"), attrs.str("dst")
-        if "channels" in attrs and not (_block_of(src, _BLOCKED_DATA) and dst == "NCHW"):
+        src, dst = attrs.src, attrs.dst
+        if attrs.channels is not None and not (_block_of(src, _BLOCKED_DATA) and dst == "NCHW"):
             raise ShapeError("attribute 'channels' applies only to NCHW{b}c -> NCHW")
         if src in ("NCHW", "OIHW") and len(shape) != 4:
             raise ShapeError(f"{src} input must be 4-D, got rank {len(shape)}")
@@ -91,7 +103,7 @@ class LayoutTransformOp(GraphOp):
             if len(shape) != 5 or shape[4] != b[0]:
                 raise ShapeError(f"{src} input must be 5-D with a last dim of {b[0]}, got {shape}")
             n, cb, h, w, _ = shape
-            c = attrs.int("channels", cb * b[0])
+            c = or_default(attrs.channels, cb * b[0])
             if not (cb - 1) * b[0] < c <= cb * b[0]:
                 raise ShapeError(f"channels={c} does not fit {cb} blocks of {b[0]}")
             return [tensor_type([n, c, h, w], t.element_type)]
@@ -101,7 +113,7 @@ class LayoutTransformOp(GraphOp):
         )
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
-        src, dst = self.attrs.str("src"), self.attrs.str("dst")
+        src, dst = self.src, self.dst
         out_shape = self.out.type.get_shape()
         if src == "NCHW":
             n, cb, h, w, b = out_shape
@@ -133,7 +145,9 @@ class Conv2DNCHWcOp(GraphOp):
     """
 
     name = "graph.conv2d_nchwc"
-    ATTRS: ClassVar[tuple[str, ...]] = ("strides", "padding", "dilations")
+    strides = IntsAttribute(default=(1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1))
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     out = result_def(TensorType)
@@ -183,8 +197,12 @@ class _PoolNCHWcOp(GraphOp):
     """A 2-D pool on NCHW{b}c: the plain pool (``PLAIN``, NCHW) of every channel."""
 
     PLAIN: ClassVar[type[GraphOp]]
-    ATTRS: ClassVar[tuple[str, ...]] = ("kernel", "strides", "padding", "dilations", "ceil_mode",
-                                        "count_include_pad")
+    kernel = IntsAttribute()
+    strides = IntsAttribute(default=(1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1))
+    ceil_mode = BoolAttribute()
+    count_include_pad = BoolAttribute()
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure(), FusionAnchor())
@@ -198,7 +216,7 @@ class _PoolNCHWcOp(GraphOp):
             raise ShapeError(f"input must be 5-D (NCHW{{b}}c), got rank {len(shape)}")
         n, cb, h, w, b = shape
         et = operand_types[0].element_type
-        (plain,) = cls.PLAIN.infer([tensor_type([n, cb * b, h, w], et)], attrs)
+        (plain,) = cls.PLAIN.infer([tensor_type([n, cb * b, h, w], et)], Attrs(attrs.raw, cls.PLAIN))
         _, _, oh, ow = plain.get_shape()
         return [tensor_type([n, cb, oh, ow, b], et)]
 

@@ -14,11 +14,13 @@ from xdsl.traits import Pure
 
 from dlc.dialects.graph_base import (
     Attrs,
+    BoolAttribute,
+    ElementTypeAttribute,
+    EnumAttribute,
     GraphOp,
     is_float,
     is_narrow,
     numpy_dtype,
-    ShapeError,
     tensor_type,
 )
 from dlc.dialects.graph.common import _expect_count, Types
@@ -39,7 +41,9 @@ class CastOp(GraphOp):
     """
 
     name = "graph.cast"
-    ATTRS: ClassVar[tuple[str, ...]] = ("to", "saturate", "round_mode")
+    to = ElementTypeAttribute()
+    saturate = BoolAttribute(True)
+    round_mode = EnumAttribute("up", "down", "nearest", message="round_mode must be up, down or nearest, got '{value}'")
     NARROW_TYPES: ClassVar[bool] = True
     x = operand_def(TensorType)
     out = result_def(TensorType)
@@ -48,19 +52,16 @@ class CastOp(GraphOp):
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
         _expect_count(operand_types, 1)
-        to = attrs.type("to")
+        to = attrs.to
         numpy_dtype(to)  # supported element type?
-        attrs.bool("saturate", True)
-        if attrs.str("round_mode", "up") not in ("up", "down", "nearest"):
-            raise ShapeError(f"round_mode must be up, down or nearest, got '{attrs.str('round_mode')}'")
         return [tensor_type(operand_types[0].get_shape(), to)]
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
-        to = self.attrs.type("to")
+        to = self.to
         with np.errstate(all="ignore"):
             if is_narrow(to) or is_narrow(self.operands[0].type.element_type):
                 return [narrow_cast_reference(
-                    x, to, self.attrs.bool("saturate", True), self.attrs.str("round_mode", "up"))]
+                    x, to, self.saturate, self.round_mode)]
             return [x.astype(numpy_dtype(to))]
 
 

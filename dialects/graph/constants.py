@@ -35,7 +35,6 @@ class ConstantOp(GraphOp):
 
     name = "graph.constant"
     NARROW_TYPES: ClassVar[bool] = True
-    ATTRS: ClassVar[tuple[str, ...]] = ("value",)
     value = attr_def(DenseIntOrFPElementsAttr)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -98,7 +97,6 @@ class WeightOp(GraphOp):
 
     name = "graph.weight"
     NARROW_TYPES: ClassVar[bool] = True
-    ATTRS: ClassVar[tuple[str, ...]] = ("name",)
     weight_name = attr_def(StringAttr, attr_name="name")
     out = result_def(TensorType)
     traits = traits_def(Pure())

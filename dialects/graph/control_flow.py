@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import i1, i64, TensorType
@@ -23,7 +22,16 @@ from xdsl.printer import Printer
 from xdsl.traits import HasParent, IsolatedFromAbove, IsTerminator, Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dlc.dialects.graph_base import Attrs, GraphOp, normalize_axis, numpy_dtype, ShapeError
+from dlc.dialects.graph_base import (
+    Attrs,
+    GraphOp,
+    IntAttribute,
+    IntsAttribute,
+    normalize_axis,
+    numpy_dtype,
+    or_default,
+    ShapeError,
+)
 from dlc.dialects.graph.common import _check_element, Types
 
 
@@ -80,7 +88,9 @@ class _RegionOp(GraphOp):
         attrs = {k: to_attribute(v) for k, v in attributes.items() if v is not None}
         try:
             cls.check_attribute_names(attrs)
-            result_types = cls.infer_regions(_operand_tensor_types(values), Attrs(attrs), regions)
+            typed = Attrs(attrs, cls)
+            result_types = cls.infer_regions(_operand_tensor_types(values), typed, regions)
+            cls.check_attribute_kinds(typed)
         except ShapeError as err:
             raise VerifyException(f"{cls.name}: {err}") from None
         return cls.create(operands=values, result_types=result_types, attributes=attrs,
@@ -126,6 +136,7 @@ class _RegionOp(GraphOp):
             self.check_attribute_names(self.attributes)
             inferred = self.infer_regions(_operand_tensor_types(self.operands), self.attrs,
                                           list(self.regions))
+            self.check_attribute_kinds(self.attrs)
         except ShapeError as err:
             raise VerifyException(f"{self.name}: {err}") from None
         actual = [r.type for r in self.results]
@@ -155,7 +166,6 @@ class IfOp(_RegionOp):
     """
 
     name = "graph.if"
-    ATTRS: ClassVar[tuple[str, ...]] = ()
     cond = operand_def(TensorType)
     inputs = var_operand_def(TensorType)
     outs = var_result_def(TensorType)
@@ -209,7 +219,8 @@ class LoopOp(_RegionOp):
     """
 
     name = "graph.loop"
-    ATTRS: ClassVar[tuple[str, ...]] = ("num_carried", "max_iterations")
+    num_carried = IntAttribute()
+    max_iterations = IntAttribute()
     operands_ = var_operand_def(TensorType)
     outs = var_result_def(TensorType)
     body = region_def("single_block")
@@ -221,8 +232,8 @@ class LoopOp(_RegionOp):
             raise ShapeError("expects a trip count and a condition operand")
         _scalar_of(operand_types[0], "int", "trip count")
         _scalar_of(operand_types[1], "bool", "condition")
-        carried = attrs.int("num_carried")
-        bound = attrs.int("max_iterations")
+        carried = attrs.num_carried
+        bound = attrs.max_iterations
         if not 0 <= carried <= len(operand_types) - 2:
             raise ShapeError(f"num_carried {carried} is out of range for {len(operand_types) - 2} values")
         if bound < 0:
@@ -248,8 +259,8 @@ class LoopOp(_RegionOp):
         return want + scans
 
     def reference_regions(self, args, evaluate_block) -> list[np.ndarray]:
-        carried_n = self.attrs.int("num_carried")
-        bound = self.attrs.int("max_iterations")
+        carried_n = self.num_carried
+        bound = self.max_iterations
         trips = min(int(np.asarray(args[0]).reshape(-1)[0]), bound)
         cond = np.asarray(args[1]).reshape(())
         carried = list(args[2:2 + carried_n])
@@ -289,9 +300,12 @@ class ScanOp(_RegionOp):
     """
 
     name = "graph.scan"
-    ATTRS: ClassVar[tuple[str, ...]] = (
-        "num_carried", "num_scan_inputs", "scan_input_axes", "scan_input_directions",
-        "scan_output_axes", "scan_output_directions")
+    num_carried = IntAttribute()
+    num_scan_inputs = IntAttribute()
+    scan_input_axes = IntsAttribute(optional=True)  # default: 0 per scan input
+    scan_input_directions = IntsAttribute(optional=True)  # default: 0 per scan input
+    scan_output_axes = IntsAttribute(optional=True)  # default: 0 per scan output
+    scan_output_directions = IntsAttribute(optional=True)  # default: 0 per scan output
     operands_ = var_operand_def(TensorType)
     outs = var_result_def(TensorType)
     body = region_def("single_block")
@@ -301,16 +315,16 @@ class ScanOp(_RegionOp):
     def layout(attrs: Attrs, operand_types: Types, num_scan_outputs: int):
         """(num_carried, num_scan_inputs, input axes, input reverse flags,
         output axes, output reverse flags, sequence length), checked."""
-        carried = attrs.int("num_carried")
-        n_in = attrs.int("num_scan_inputs")
+        carried = attrs.num_carried
+        n_in = attrs.num_scan_inputs
         if carried < 0 or n_in < 1 or carried + n_in > len(operand_types):
             raise ShapeError(f"num_carried {carried} + num_scan_inputs {n_in} do not fit "
                              f"{len(operand_types)} operands (at least one scan input)")
         in_types = operand_types[carried:carried + n_in]
-        in_axes = attrs.ints("scan_input_axes", [0] * n_in)
-        in_dirs = attrs.ints("scan_input_directions", [0] * n_in)
-        out_axes = attrs.ints("scan_output_axes", [0] * num_scan_outputs)
-        out_dirs = attrs.ints("scan_output_directions", [0] * num_scan_outputs)
+        in_axes = or_default(attrs.scan_input_axes, [0] * n_in)
+        in_dirs = or_default(attrs.scan_input_directions, [0] * n_in)
+        out_axes = or_default(attrs.scan_output_axes, [0] * num_scan_outputs)
+        out_dirs = or_default(attrs.scan_output_directions, [0] * num_scan_outputs)
         for name, values, n in (("scan_input_axes", in_axes, n_in), ("scan_input_directions", in_dirs, n_in),
                                 ("scan_output_axes", out_axes, num_scan_outputs),
                                 ("scan_output_directions", out_dirs, num_scan_outputs)):
@@ -330,7 +344,7 @@ class ScanOp(_RegionOp):
         if len(regions) != 1:
             raise ShapeError(f"expects 1 region (the body), got {len(regions)}")
         yielded = _yield_types(regions[0], "body")
-        carried = attrs.int("num_carried")
+        carried = attrs.num_carried
         num_out = len(yielded) - carried
         if num_out < 0:
             raise ShapeError(f"body yields {len(yielded)} values, fewer than num_carried {carried}")
@@ -357,7 +371,7 @@ class ScanOp(_RegionOp):
     def reference_regions(self, args, evaluate_block) -> list[np.ndarray]:
         types = [np.asarray(a) for a in args]
         operand_types = [o.type for o in self.operands]
-        num_out = len(self.results) - self.attrs.int("num_carried")
+        num_out = len(self.results) - self.num_carried
         carried, n_in, in_axes, in_dirs, out_axes, out_dirs, length = self.layout(
             self.attrs, operand_types, num_out)
         states = types[:carried]
@@ -390,7 +404,6 @@ class YieldOp(GraphOp):
     """
 
     name = "graph.yield"
-    ATTRS: ClassVar[tuple[str, ...]] = ()
     values = var_operand_def(TensorType)
     traits = traits_def(IsTerminator(), HasParent(IfOp, LoopOp, ScanOp), Pure())
 

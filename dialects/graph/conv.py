@@ -5,14 +5,22 @@ attribute rules (strides, dilations, padding, layouts) the pools share.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def, var_operand_def
 from xdsl.traits import Pure
 
-from dlc.dialects.graph_base import Attrs, GraphOp, ShapeError, tensor_type
+from dlc.dialects.graph_base import (
+    Attrs,
+    EnumAttribute,
+    GraphOp,
+    IntAttribute,
+    IntsAttribute,
+    or_default,
+    ShapeError,
+    tensor_type,
+)
 from dlc.dialects.graph.common import (
     _check_element,
     _contiguous,
@@ -38,9 +46,9 @@ def _conv_out(size: int, k: int, stride: int, pad: int, dilation: int, dim: str)
 
 
 def _window_attrs(attrs: Attrs, spatial: int = 2):
-    strides = attrs.ints("strides", (1,) * spatial)
-    dil = attrs.ints("dilations", (1,) * spatial)
-    pads = attrs.ints("padding", (0,) * (2 * spatial))
+    strides = or_default(attrs.strides, (1,) * spatial)
+    dil = or_default(attrs.dilations, (1,) * spatial)
+    pads = or_default(attrs.padding, (0,) * (2 * spatial))
     for name, v, n in (("strides", strides, spatial), ("dilations", dil, spatial), ("padding", pads, 2 * spatial)):
         if len(v) != n:
             raise ShapeError(f"attribute '{name}' must have {n} values, got {len(v)}")
@@ -63,13 +71,6 @@ def _from_nchw(shape: Sequence[int], layout: str) -> list[int]:
     return list(shape)
 
 
-def _layout(attrs: Attrs, name: str, allowed: tuple[str, ...]) -> str:
-    value = attrs.str(name, allowed[0])
-    if value not in allowed:
-        raise ShapeError(f"attribute '{name}' must be one of {', '.join(allowed)}, got {value}")
-    return value
-
-
 @irdl_op_definition
 class Conv2DOp(GraphOp):
     """2-D convolution (cross-correlation). Attributes: ``strides`` [2],
@@ -82,7 +83,12 @@ class Conv2DOp(GraphOp):
     """
 
     name = "graph.conv2d"
-    ATTRS: ClassVar[tuple[str, ...]] = ("strides", "padding", "dilations", "groups", "data_layout", "kernel_layout")
+    strides = IntsAttribute(default=(1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1))
+    groups = IntAttribute(default=1)
+    data_layout = EnumAttribute(*_DATA_LAYOUTS)
+    kernel_layout = EnumAttribute(*_KERNEL_LAYOUTS)
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     out = result_def(TensorType)
@@ -96,11 +102,10 @@ class Conv2DOp(GraphOp):
         x, w = (list(t.get_shape()) for t in operand_types)
         if len(x) != 4 or len(w) != 4:
             raise ShapeError(f"input and weight must be 4-D, got ranks {len(x)} and {len(w)}")
-        dl = _layout(attrs, "data_layout", _DATA_LAYOUTS)
-        kl = _layout(attrs, "kernel_layout", _KERNEL_LAYOUTS)
+        dl, kl = attrs.data_layout, attrs.kernel_layout
         n, c, h, wd = _nchw(x, dl)
         o, i, kh, kw = w if kl == "OIHW" else [w[3], w[2], w[0], w[1]]
-        groups = attrs.int("groups", 1)
+        groups = attrs.groups
         if groups < 1 or c % groups or o % groups:
             raise ShapeError(f"groups={groups} must divide input channels {c} and output channels {o}")
         if i * groups != c:
@@ -115,13 +120,13 @@ class Conv2DOp(GraphOp):
 
     def reference(self, x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
         a = self.attrs
-        dl, kl = a.str("data_layout", "NCHW"), a.str("kernel_layout", "OIHW")
+        dl, kl = a.data_layout, a.kernel_layout
         if dl == "NHWC":
             x = x.transpose(0, 3, 1, 2)
         if kl == "HWIO":
             w = w.transpose(3, 2, 0, 1)
         (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(a)
-        out = _conv2d_nchw(x, w, (sh, sw), (pt, pl, pb, pr), (dh, dw), a.int("groups", 1))
+        out = _conv2d_nchw(x, w, (sh, sw), (pt, pl, pb, pr), (dh, dw), a.groups)
         if dl == "NHWC":
             out = out.transpose(0, 2, 3, 1)
         return [_contiguous(out)]
@@ -160,7 +165,11 @@ class ConvTranspose2DOp(GraphOp):
     """
 
     name = "graph.conv_transpose2d"
-    ATTRS: ClassVar[tuple[str, ...]] = ("strides", "padding", "dilations", "groups", "output_padding")
+    strides = IntsAttribute(default=(1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1))
+    groups = IntAttribute(default=1)
+    output_padding = IntsAttribute(default=(0, 0))
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     out = result_def(TensorType)
@@ -174,13 +183,13 @@ class ConvTranspose2DOp(GraphOp):
         x, w = (list(t.get_shape()) for t in operand_types)
         if len(x) != 4 or len(w) != 4:
             raise ShapeError(f"input and weight must be 4-D, got ranks {len(x)} and {len(w)}")
-        groups = attrs.int("groups", 1)
+        groups = attrs.groups
         if w[0] != x[1]:
             raise ShapeError(f"weight has {w[0]} input channels but input has {x[1]}")
         if groups < 1 or x[1] % groups:
             raise ShapeError(f"groups={groups} must divide input channels {x[1]}")
         (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
-        output_padding = attrs.ints("output_padding", (0, 0))
+        output_padding = attrs.output_padding
         if len(output_padding) != 2:
             raise ShapeError(f"attribute 'output_padding' must have 2 values, got {len(output_padding)}")
         oph, opw = output_padding
@@ -198,7 +207,7 @@ class ConvTranspose2DOp(GraphOp):
 
     def reference(self, x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
         (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(self.attrs)
-        groups = self.attrs.int("groups", 1)
+        groups = self.groups
         n, c, h, wd = x.shape
         _, opg, kh, kw = w.shape
         out_t = self.out.type.get_shape()
@@ -236,7 +245,11 @@ class DeformConv2DOp(GraphOp):
     """
 
     name = "graph.deform_conv2d"
-    ATTRS: ClassVar[tuple[str, ...]] = ("strides", "padding", "dilations", "groups", "offset_groups")
+    strides = IntsAttribute(default=(1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1))
+    groups = IntAttribute(default=1)
+    offset_groups = IntAttribute(default=1)
     args = var_operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -253,7 +266,7 @@ class DeformConv2DOp(GraphOp):
         if len(xs) != 4 or len(ws) != 4 or len(offs) != 4:
             raise ShapeError("x, w and offset must have rank 4 (N x C x H x W, OC x C/groups x KH x KW, N x 2*offset_groups*KH*KW x OH x OW)")
         (sh, sw), (dh, dw), (pt, pl, pb, pr) = deform_conv_window(attrs)
-        groups, ogroups = attrs.int("groups", 1), attrs.int("offset_groups", 1)
+        groups, ogroups = attrs.groups, attrs.offset_groups
         if groups < 1 or ogroups < 1 or xs[1] % groups or ws[0] % groups or xs[1] % ogroups:
             raise ShapeError(f"groups {groups} and offset_groups {ogroups} must divide the {xs[1]} input channels (and groups the {ws[0]} output channels)")
         if ws[1] * groups != xs[1]:
@@ -274,7 +287,7 @@ class DeformConv2DOp(GraphOp):
 
     def reference(self, x, w, offset, *extras):
         (sh, sw), (dh, dw), (pt, pl, _, _) = deform_conv_window(self.attrs)
-        groups, ogroups = self.attrs.int("groups", 1), self.attrs.int("offset_groups", 1)
+        groups, ogroups = self.groups, self.offset_groups
         mask_t, bias_t = deform_conv_extras([o.type for o in self.operands])
         mask = extras[0] if mask_t is not None else None
         bias = extras[-1] if bias_t is not None else None
@@ -324,9 +337,7 @@ def deform_conv_extras(types: Types):
 
 
 def deform_conv_window(attrs: Attrs):
-    strides = attrs.ints("strides", (1, 1))
-    dilations = attrs.ints("dilations", (1, 1))
-    padding = attrs.ints("padding", (0, 0, 0, 0))
+    strides, dilations, padding = attrs.strides, attrs.dilations, attrs.padding
     if len(strides) != 2 or len(dilations) != 2 or len(padding) != 4:
         raise ShapeError("strides and dilations need 2 values, padding 4 ([top, left, bottom, right])")
     if min(strides) < 1 or min(dilations) < 1 or min(padding) < 0:

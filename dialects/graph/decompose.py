@@ -75,8 +75,8 @@ def dense(op: g.DenseOp, e: Emitter) -> SSAValue:
 
 def batch_norm(op: g.BatchNormOp, e: Emitter) -> SSAValue:
     shape = op.x.type.get_shape()
-    axis = normalize_axis(op.attrs.int("axis", 1), len(shape))
-    eps = e.const(op.attrs.float("epsilon", 1e-5))
+    axis = normalize_axis(op.axis, len(shape))
+    eps = e.const(op.epsilon)
     s = e(g.MulOp, op.scale, e(g.RsqrtOp, e(g.AddOp, op.var, eps)))
     t = e(g.SubOp, op.bias, e(g.MulOp, op.mean, s))
     if axis != len(shape) - 1:
@@ -88,18 +88,18 @@ def batch_norm(op: g.BatchNormOp, e: Emitter) -> SSAValue:
 
 def layer_norm(op: g.LayerNormOp, e: Emitter) -> SSAValue:
     rank = op.x.type.get_num_dims()
-    axes = list(range(normalize_axis(op.attrs.int("axis", -1), rank), rank))
+    axes = list(range(normalize_axis(op.axis, rank), rank))
     mean = e(g.ReduceMeanOp, op.x, axes=axes, keepdims=True)
     d = e(g.SubOp, op.x, mean)
     var = e(g.ReduceMeanOp, e(g.MulOp, d, d), axes=axes, keepdims=True)
-    inv = e(g.RsqrtOp, e(g.AddOp, var, e.const(op.attrs.float("epsilon", 1e-5))))
+    inv = e(g.RsqrtOp, e(g.AddOp, var, e.const(op.epsilon)))
     return e(g.AddOp, e(g.MulOp, e(g.MulOp, d, inv), op.scale), op.bias)
 
 
 def gelu(op: g.GeluOp, e: Emitter) -> SSAValue:
     x = op.x
     half_x = e(g.MulOp, x, e.const(0.5))
-    if op.attrs.str("approximate", "none") == "tanh":
+    if op.approximate == "tanh":
         cube = e(g.MulOp, e(g.MulOp, x, x), x)
         inner = e(g.AddOp, x, e(g.MulOp, cube, e.const(0.044715)))
         inner = e(g.MulOp, inner, e.const(math.sqrt(2.0 / math.pi)))
@@ -110,7 +110,7 @@ def gelu(op: g.GeluOp, e: Emitter) -> SSAValue:
 
 
 def _shifted(op: g.SoftmaxOp | g.LogSoftmaxOp, e: Emitter) -> tuple[SSAValue, list[int]]:
-    axes = [op.attrs.int("axis", -1)]
+    axes = [op.axis]
     peak = e(g.ReduceMaxOp, op.x, axes=axes, keepdims=True)
     return e(g.SubOp, op.x, peak), axes
 
@@ -145,14 +145,14 @@ def to_reshape(op: GraphOp, e: Emitter) -> SSAValue:
 
 
 def hard_sigmoid(op: g.HardSigmoidOp, e: Emitter) -> SSAValue:
-    alpha = e.const(op.attrs.float("alpha", 0.2))
-    beta = e.const(op.attrs.float("beta", 0.5))
+    alpha = e.const(op.alpha)
+    beta = e.const(op.beta)
     return e(g.ClipOp, e(g.AddOp, e(g.MulOp, op.x, alpha), beta), min=0.0, max=1.0)
 
 
 def elu(op: g.EluOp, e: Emitter) -> SSAValue:
     x = op.x
-    negative = e(g.MulOp, e(g.SubOp, e(g.ExpOp, x), e.const(1.0)), e.const(op.attrs.float("alpha", 1.0)))
+    negative = e(g.MulOp, e(g.SubOp, e(g.ExpOp, x), e.const(1.0)), e.const(op.alpha))
     return e(g.WhereOp, e(g.GreaterOp, x, e.const(0.0)), x, negative)
 
 

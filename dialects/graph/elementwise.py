@@ -12,7 +12,14 @@ from xdsl.dialects.builtin import i1, TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from dlc.dialects.graph_base import Attrs, broadcast_shapes, GraphOp, ShapeError, tensor_type
+from dlc.dialects.graph_base import (
+    Attrs,
+    broadcast_shapes,
+    EnumAttribute,
+    FloatAttribute,
+    GraphOp,
+    tensor_type,
+)
 from dlc.dialects.graph.common import _check_element, _expect_count, _same_element, Types
 from dlc.dialects.graph import decompose
 from dlc.dialects.traits import Composite, Elementwise, LayoutFree
@@ -30,12 +37,7 @@ class UnaryOp(GraphOp):
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
         _expect_count(operand_types, 1)
         _check_element(operand_types[0], cls.ELEMENT)
-        cls.check_attrs(attrs)
         return [operand_types[0]]
-
-    @classmethod
-    def check_attrs(cls, attrs: Attrs) -> None:
-        pass
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -56,7 +58,6 @@ def _unary(name: str, fn, element: str = "float", doc: str = "", extra_traits=()
     class _Op(UnaryOp):
         traits = traits_def(Elementwise(), *extra_traits)
         ELEMENT: ClassVar[str] = element
-        ATTRS: ClassVar[tuple[str, ...]] = ()
 
         def compute(self, x: np.ndarray) -> np.ndarray:
             return fn(x)
@@ -107,16 +108,11 @@ class GeluOp(UnaryOp):
     """
 
     name = "graph.gelu"
-    ATTRS: ClassVar[tuple[str, ...]] = ("approximate",)
+    approximate = EnumAttribute("none", "tanh", message="attribute 'approximate' must be \"none\" or \"tanh\"")
     traits = traits_def(Composite(decompose.gelu))
 
-    @classmethod
-    def check_attrs(cls, attrs: Attrs) -> None:
-        if attrs.str("approximate", "none") not in ("none", "tanh"):
-            raise ShapeError("attribute 'approximate' must be \"none\" or \"tanh\"")
-
     def compute(self, x: np.ndarray) -> np.ndarray:
-        if self.attrs.str("approximate", "none") == "tanh":
+        if self.approximate == "tanh":
             c = math.sqrt(2.0 / math.pi)
             return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x**3)))
         return 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0).astype(x.dtype)))
@@ -133,17 +129,13 @@ class ClipOp(UnaryOp):
 
     traits = traits_def(Elementwise(), LayoutFree())
     name = "graph.clip"
-    ATTRS: ClassVar[tuple[str, ...]] = ("min", "max")
+    min = FloatAttribute(default=-math.inf)
+    max = FloatAttribute(default=math.inf)
     ELEMENT: ClassVar[str] = "numeric"
 
-    @classmethod
-    def check_attrs(cls, attrs: Attrs) -> None:
-        attrs.float("min", -math.inf)
-        attrs.float("max", math.inf)
-
     def compute(self, x: np.ndarray) -> np.ndarray:
-        lo = self.attrs.float("min", -math.inf)
-        hi = self.attrs.float("max", math.inf)
+        lo = self.min
+        hi = self.max
         out = x
         if lo != -math.inf:
             out = np.maximum(out, np.asarray(lo).astype(x.dtype))
@@ -163,14 +155,10 @@ class LeakyReluOp(UnaryOp):
 
     traits = traits_def(Elementwise(), LayoutFree())
     name = "graph.leaky_relu"
-    ATTRS: ClassVar[tuple[str, ...]] = ("alpha",)
-
-    @classmethod
-    def check_attrs(cls, attrs: Attrs) -> None:
-        attrs.float("alpha", 0.01)
+    alpha = FloatAttribute(default=0.01)
 
     def compute(self, x: np.ndarray) -> np.ndarray:
-        alpha = np.asarray(self.attrs.float("alpha", 0.01)).astype(x.dtype)
+        alpha = np.asarray(self.alpha).astype(x.dtype)
         return np.where(x >= 0, x, alpha * x)
 
 
@@ -184,15 +172,11 @@ class EluOp(UnaryOp):
     """
 
     name = "graph.elu"
-    ATTRS: ClassVar[tuple[str, ...]] = ("alpha",)
+    alpha = FloatAttribute(default=1.0)
     traits = traits_def(Composite(decompose.elu), LayoutFree())
 
-    @classmethod
-    def check_attrs(cls, attrs: Attrs) -> None:
-        attrs.float("alpha", 1.0)
-
     def compute(self, x: np.ndarray) -> np.ndarray:
-        alpha = self.attrs.float("alpha", 1.0)
+        alpha = self.alpha
         return np.where(x > 0, x, alpha * (np.exp(x) - 1))
 
 
@@ -206,17 +190,13 @@ class HardSigmoidOp(UnaryOp):
     """
 
     name = "graph.hard_sigmoid"
-    ATTRS: ClassVar[tuple[str, ...]] = ("alpha", "beta")
+    alpha = FloatAttribute(default=0.2)
+    beta = FloatAttribute(default=0.5)
     traits = traits_def(Composite(decompose.hard_sigmoid), LayoutFree())
 
-    @classmethod
-    def check_attrs(cls, attrs: Attrs) -> None:
-        attrs.float("alpha", 0.2)
-        attrs.float("beta", 0.5)
-
     def compute(self, x: np.ndarray) -> np.ndarray:
-        alpha = self.attrs.float("alpha", 0.2)
-        beta = self.attrs.float("beta", 0.5)
+        alpha = self.alpha
+        beta = self.beta
         return np.clip(alpha * x + beta, 0, 1)
 
 
@@ -276,7 +256,6 @@ def _binary(name: str, fn, element: str = "numeric", result_bool: bool = False, 
     class _Op(BinaryOp):
         traits = traits_def(Elementwise(), *extra_traits)
         ELEMENT: ClassVar[str] = element
-        ATTRS: ClassVar[tuple[str, ...]] = ()
         RESULT_BOOL: ClassVar[bool] = result_bool
 
         def compute(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -323,7 +302,6 @@ class WhereOp(GraphOp):
     """
 
     name = "graph.where"
-    ATTRS: ClassVar[tuple[str, ...]] = ()
     cond = operand_def(TensorType)
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)

@@ -15,7 +15,10 @@ from xdsl.traits import Pure
 
 from dlc.dialects.graph_base import (
     Attrs,
+    BoolAttribute,
+    EnumAttribute,
     GraphOp,
+    IntAttribute,
     is_bool,
     is_narrow,
     normalize_axis,
@@ -37,7 +40,7 @@ class GatherOp(GraphOp):
 
     name = "graph.gather"
     NARROW_TYPES: ClassVar[bool] = True
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
+    axis = IntAttribute(default=0)
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
     out = result_def(TensorType)
@@ -50,12 +53,12 @@ class GatherOp(GraphOp):
         d = list(operand_types[0].get_shape())
         if not d:
             raise ShapeError("data must have rank >= 1")
-        axis = normalize_axis(attrs.int("axis", 0), len(d))
+        axis = normalize_axis(attrs.axis, len(d))
         shape = d[:axis] + list(operand_types[1].get_shape()) + d[axis + 1:]
         return [tensor_type(shape, operand_types[0].element_type)]
 
     def reference(self, data, indices):
-        axis = normalize_axis(self.attrs.int("axis", 0), data.ndim)
+        axis = normalize_axis(self.axis, data.ndim)
         return [np.take(data, indices.astype(np.int64), axis=axis)]
 
 
@@ -67,10 +70,11 @@ class GatherOp(GraphOp):
 
 
 SCATTER_REDUCTIONS = ("none", "add", "mul", "max", "min")
+_REDUCTION_CHOICE = "{name} must be one of {choices}, got '{value}'"
 
 
 def _scatter_reduction(attrs: Attrs, element: Attribute) -> str:
-    reduction = attrs.str("reduction", "none")
+    reduction = attrs.reduction
     if reduction not in SCATTER_REDUCTIONS:
         raise ShapeError(f"reduction must be one of {', '.join(SCATTER_REDUCTIONS)}, got '{reduction}'")
     if reduction != "none" and (is_bool(element) or is_narrow(element)):
@@ -146,7 +150,7 @@ class GatherNDOp(GraphOp):
     """
 
     name = "graph.gather_nd"
-    ATTRS: ClassVar[tuple[str, ...]] = ("batch_dims",)
+    batch_dims = IntAttribute(default=0)
     NARROW_TYPES: ClassVar[bool] = True  # moves storage bits only
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
@@ -157,11 +161,11 @@ class GatherNDOp(GraphOp):
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
         _expect_count(operand_types, 2)
         data, indices = operand_types
-        _, shape = _nd_shapes(data, indices, attrs.int("batch_dims", 0))
+        _, shape = _nd_shapes(data, indices, attrs.batch_dims)
         return [tensor_type(shape, data.element_type)]
 
     def reference(self, data, indices):
-        b = self.attrs.int("batch_dims", 0)
+        b = self.batch_dims
         k = indices.shape[-1]
         idx = _clamped(indices, data.shape[b:b + k])
         out = np.empty(self.results[0].type.get_shape(), dtype=data.dtype)
@@ -187,7 +191,8 @@ class ScatterNDOp(GraphOp):
     """
 
     name = "graph.scatter_nd"
-    ATTRS: ClassVar[tuple[str, ...]] = ("reduction", "batch_dims")
+    reduction = EnumAttribute(*SCATTER_REDUCTIONS, message=_REDUCTION_CHOICE)
+    batch_dims = IntAttribute(default=0)
     NARROW_TYPES: ClassVar[bool] = True  # with reduction none only (_scatter_reduction)
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
@@ -200,7 +205,7 @@ class ScatterNDOp(GraphOp):
         _expect_count(operand_types, 3)
         data, indices, updates = operand_types
         _scatter_reduction(attrs, data.element_type)
-        _, shape = _nd_shapes(data, indices, attrs.int("batch_dims", 0))
+        _, shape = _nd_shapes(data, indices, attrs.batch_dims)
         if list(updates.get_shape()) != shape:
             raise ShapeError(
                 f"updates shape {list(updates.get_shape())} must be "
@@ -211,8 +216,8 @@ class ScatterNDOp(GraphOp):
         return [data]
 
     def reference(self, data, indices, updates):
-        reduction = self.attrs.str("reduction", "none")
-        b = self.attrs.int("batch_dims", 0)
+        reduction = self.reduction
+        b = self.batch_dims
         dims = data.shape[b:b + indices.shape[-1]]
         out = data.copy()
         for i in np.ndindex(indices.shape[:-1]):
@@ -238,7 +243,8 @@ class ScatterElementsOp(GraphOp):
     """
 
     name = "graph.scatter_elements"
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "reduction")
+    axis = IntAttribute(default=0)
+    reduction = EnumAttribute(*SCATTER_REDUCTIONS, message=_REDUCTION_CHOICE)
     NARROW_TYPES: ClassVar[bool] = True  # with reduction none only (_scatter_reduction)
     data = operand_def(TensorType)
     indices = operand_def(TensorType)
@@ -255,7 +261,7 @@ class ScatterElementsOp(GraphOp):
         d, i = list(data.get_shape()), list(indices.get_shape())
         if not d:
             raise ShapeError("data must have rank >= 1")
-        axis = normalize_axis(attrs.int("axis", 0), len(d))
+        axis = normalize_axis(attrs.axis, len(d))
         if len(i) != len(d):
             raise ShapeError(f"indices rank {len(i)} must equal data rank {len(d)}")
         if any(n > m for a, (n, m) in enumerate(zip(i, d)) if a != axis):
@@ -269,8 +275,8 @@ class ScatterElementsOp(GraphOp):
         return [data]
 
     def reference(self, data, indices, updates):
-        reduction = self.attrs.str("reduction", "none")
-        axis = normalize_axis(self.attrs.int("axis", 0), data.ndim)
+        reduction = self.reduction
+        axis = normalize_axis(self.axis, data.ndim)
         n = data.shape[axis]
         out = data.copy()
         for p in np.ndindex(indices.shape):
@@ -295,7 +301,10 @@ class TopKOp(GraphOp):
     """
 
     name = "graph.top_k"
-    ATTRS: ClassVar[tuple[str, ...]] = ("k", "axis", "largest", "sorted")
+    k = IntAttribute()
+    axis = IntAttribute(default=-1)
+    largest = BoolAttribute(True)
+    sorted = BoolAttribute(True)  # results are sorted either way
     x = operand_def(TensorType)
     values = result_def(TensorType)
     indices = result_def(TensorType)
@@ -309,17 +318,17 @@ class TopKOp(GraphOp):
         shape = list(x.get_shape())
         if not shape:
             raise ShapeError("input must have rank >= 1")
-        axis = normalize_axis(attrs.int("axis", -1), len(shape))
-        k = attrs.int("k")
+        axis = normalize_axis(attrs.axis, len(shape))
+        k = attrs.k
         if not 0 <= k <= shape[axis]:
             raise ShapeError(f"k = {k} must be in [0, {shape[axis]}] (the extent of axis {axis})")
         shape[axis] = k
         return [tensor_type(shape, x.element_type), tensor_type(shape, i64)]
 
     def reference(self, x):
-        axis = normalize_axis(self.attrs.int("axis", -1), x.ndim)
-        k, n = self.attrs.int("k"), x.shape[axis]
-        if self.attrs.bool("largest", True):
+        axis = normalize_axis(self.axis, x.ndim)
+        k, n = self.k, x.shape[axis]
+        if self.largest:
             # a stable ascending sort of the flipped axis, reversed: descending
             # with equal values in ascending original index order
             order = np.argsort(np.flip(x, axis), axis=axis, kind="stable")
@@ -342,7 +351,8 @@ class ReverseSequenceOp(GraphOp):
     """
 
     name = "graph.reverse_sequence"
-    ATTRS: ClassVar[tuple[str, ...]] = ("batch_axis", "time_axis")
+    batch_axis = IntAttribute(default=1)
+    time_axis = IntAttribute(default=0)
     NARROW_TYPES: ClassVar[bool] = True  # moves storage bits only
     x = operand_def(TensorType)
     seq_lens = operand_def(TensorType)
@@ -357,8 +367,8 @@ class ReverseSequenceOp(GraphOp):
         shape = list(x.get_shape())
         if len(shape) < 2:
             raise ShapeError(f"input must have rank >= 2, got {len(shape)}")
-        batch = normalize_axis(attrs.int("batch_axis", 1), len(shape), "batch_axis")
-        time = normalize_axis(attrs.int("time_axis", 0), len(shape), "time_axis")
+        batch = normalize_axis(attrs.batch_axis, len(shape), "batch_axis")
+        time = normalize_axis(attrs.time_axis, len(shape), "time_axis")
         if batch == time:
             raise ShapeError(f"batch_axis and time_axis must differ, both are {batch}")
         if list(lens.get_shape()) != [shape[batch]]:
@@ -369,8 +379,8 @@ class ReverseSequenceOp(GraphOp):
         return [x]
 
     def reference(self, x, seq_lens):
-        batch = normalize_axis(self.attrs.int("batch_axis", 1), x.ndim)
-        time = normalize_axis(self.attrs.int("time_axis", 0), x.ndim)
+        batch = normalize_axis(self.batch_axis, x.ndim)
+        time = normalize_axis(self.time_axis, x.ndim)
         lens = np.clip(seq_lens.astype(np.int64), 0, x.shape[time])
         out = x.copy()
         for b, n in enumerate(lens):

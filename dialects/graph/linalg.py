@@ -34,7 +34,6 @@ class MatmulOp(GraphOp):
     """
 
     name = "graph.matmul"
-    ATTRS: ClassVar[tuple[str, ...]] = ()
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     out = result_def(TensorType)
@@ -81,7 +80,6 @@ class DenseOp(GraphOp):
     """
 
     name = "graph.dense"
-    ATTRS: ClassVar[tuple[str, ...]] = ()
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
@@ -123,7 +121,6 @@ class DetOp(GraphOp):
     """
 
     name = "graph.det"
-    ATTRS: ClassVar[tuple[str, ...]] = ()
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())

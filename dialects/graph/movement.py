@@ -23,8 +23,13 @@ from xdsl.traits import Pure
 from dlc.dialects.graph_base import (
     Attrs,
     broadcast_shapes,
+    EnumAttribute,
+    FloatAttribute,
     GraphOp,
+    IntAttribute,
+    IntsAttribute,
     normalize_axis,
+    or_default,
     ShapeError,
     tensor_type,
 )
@@ -61,11 +66,11 @@ class ReshapeOp(_MoveOp):
     """
 
     name = "graph.reshape"
-    ATTRS: ClassVar[tuple[str, ...]] = ("shape",)
+    shape = IntsAttribute()
 
     @classmethod
     def out_shape(cls, shape, attrs):
-        target = list(attrs.ints("shape"))
+        target = list(attrs.shape)
         total = math.prod(shape)
         if target.count(-1) > 1:
             raise ShapeError("at most one -1 in 'shape'")
@@ -96,17 +101,17 @@ class TransposeOp(_MoveOp):
     """
 
     name = "graph.transpose"
-    ATTRS: ClassVar[tuple[str, ...]] = ("perm",)
+    perm = IntsAttribute(optional=True)  # default: the dims reversed
 
     @classmethod
     def out_shape(cls, shape, attrs):
-        perm = attrs.ints("perm", tuple(reversed(range(len(shape)))))
+        perm = or_default(attrs.perm, tuple(reversed(range(len(shape)))))
         if sorted(perm) != list(range(len(shape))):
             raise ShapeError(f"perm {list(perm)} is not a permutation of 0..{len(shape) - 1}")
         return [shape[p] for p in perm]
 
     def reference(self, x):
-        perm = self.attrs.ints("perm", tuple(reversed(range(x.ndim))))
+        perm = or_default(self.perm, tuple(reversed(range(x.ndim))))
         return [_contiguous(x.transpose(perm))]
 
 
@@ -121,11 +126,11 @@ class BroadcastToOp(_MoveOp):
     """
 
     name = "graph.broadcast_to"
-    ATTRS: ClassVar[tuple[str, ...]] = ("shape",)
+    shape = IntsAttribute()
 
     @classmethod
     def out_shape(cls, shape, attrs):
-        target = attrs.ints("shape")
+        target = attrs.shape
         if min(target, default=0) < 0:
             raise ShapeError(f"shape {list(target)} has a negative dim")
         return list(broadcast_shapes(shape, target))
@@ -144,16 +149,16 @@ class SqueezeOp(_MoveOp):
     """
 
     name = "graph.squeeze"
-    ATTRS: ClassVar[tuple[str, ...]] = ("axes",)
+    axes = IntsAttribute(optional=True)  # default: every dim of extent 1
     traits = traits_def(Composite(decompose.to_reshape))
 
     @classmethod
     def out_shape(cls, shape, attrs):
-        if "axes" not in attrs:
+        if attrs.axes is None:
             return [d for d in shape if d != 1]
-        axes = [normalize_axis(a, len(shape)) for a in attrs.ints("axes")]
+        axes = [normalize_axis(a, len(shape)) for a in attrs.axes]
         if len(set(axes)) != len(axes):
-            raise ShapeError(f"axes {list(attrs.ints('axes'))} repeat an axis")
+            raise ShapeError(f"axes {list(attrs.axes)} repeat an axis")
         for a in axes:
             if shape[a] != 1:
                 raise ShapeError(f"cannot squeeze axis {a} of size {shape[a]}")
@@ -173,13 +178,13 @@ class UnsqueezeOp(_MoveOp):
     """
 
     name = "graph.unsqueeze"
-    ATTRS: ClassVar[tuple[str, ...]] = ("axes",)
+    axes = IntsAttribute()
     traits = traits_def(Composite(decompose.to_reshape))
 
     @classmethod
     def out_shape(cls, shape, attrs):
-        rank = len(shape) + len(attrs.ints("axes"))
-        axes = sorted(normalize_axis(a, rank) for a in attrs.ints("axes"))
+        rank = len(shape) + len(attrs.axes)
+        axes = sorted(normalize_axis(a, rank) for a in attrs.axes)
         if len(set(axes)) != len(axes):
             raise ShapeError("axes repeat an axis")
         out, it = [], iter(shape)
@@ -193,9 +198,9 @@ class UnsqueezeOp(_MoveOp):
 
 def _slice_params(shape: Sequence[int], attrs: Attrs):
     rank = len(shape)
-    starts, ends = attrs.ints("starts"), attrs.ints("ends")
-    axes = attrs.ints("axes", tuple(range(len(starts))))
-    steps = attrs.ints("steps", (1,) * len(starts))
+    starts, ends = attrs.starts, attrs.ends
+    axes = or_default(attrs.axes, tuple(range(len(starts))))
+    steps = or_default(attrs.steps, (1,) * len(starts))
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise ShapeError("starts, ends, axes and steps must have the same length")
     slices = [slice(None)] * rank
@@ -223,7 +228,10 @@ class SliceOp(_MoveOp):
     """
 
     name = "graph.slice"
-    ATTRS: ClassVar[tuple[str, ...]] = ("starts", "ends", "axes", "steps")
+    starts = IntsAttribute()
+    ends = IntsAttribute()
+    axes = IntsAttribute(optional=True)  # default: 0, 1, ... per start
+    steps = IntsAttribute(optional=True)  # default: 1 per start
 
     @classmethod
     def out_shape(cls, shape, attrs):
@@ -246,16 +254,16 @@ class PadOp(_MoveOp):
 
     name = "graph.pad"
     NARROW_TYPES: ClassVar[bool] = False  # its padding value is arithmetic
-    ATTRS: ClassVar[tuple[str, ...]] = ("pads", "mode", "value")
+    pads = IntsAttribute()
+    mode = EnumAttribute("constant", "reflect", "edge", message="mode must be constant, reflect or edge, got {value}")
+    value = FloatAttribute(default=0.0)
 
     @classmethod
     def out_shape(cls, shape, attrs):
-        pads = attrs.ints("pads")
+        pads = attrs.pads
         if len(pads) != 2 * len(shape):
             raise ShapeError(f"pads must have 2 x rank = {2 * len(shape)} values, got {len(pads)}")
-        mode = attrs.str("mode", "constant")
-        if mode not in ("constant", "reflect", "edge"):
-            raise ShapeError(f"mode must be constant, reflect or edge, got {mode}")
+        mode = attrs.mode  # checked by its declaration
         r = len(shape)
         for i, d in enumerate(shape):
             before, after = pads[i], pads[i + r]
@@ -270,16 +278,16 @@ class PadOp(_MoveOp):
         return [d + pads[i] + pads[i + r] for i, d in enumerate(shape)]
 
     def reference(self, x):
-        pads = self.attrs.ints("pads")
+        pads = self.pads
         r = x.ndim
         before, after = pads[:r], pads[r:]
         # negative pads crop first
         crop = tuple(slice(max(-b, 0), d - max(-a, 0)) for b, a, d in zip(before, after, x.shape))
         x = x[crop]
         width = [(max(b, 0), max(a, 0)) for b, a in zip(before, after)]
-        mode = self.attrs.str("mode", "constant")
+        mode = self.mode
         if mode == "constant":
-            value = self.attrs.float("value", 0.0)
+            value = self.value
             return [np.pad(x, width, constant_values=np.asarray(value).astype(x.dtype))]
         return [np.pad(x, width, mode={"reflect": "reflect", "edge": "edge"}[mode])]
 
@@ -295,7 +303,7 @@ class ConcatOp(GraphOp):
 
     name = "graph.concat"
     NARROW_TYPES: ClassVar[bool] = True
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
+    axis = IntAttribute()
     inputs = var_operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -306,7 +314,7 @@ class ConcatOp(GraphOp):
             raise ShapeError("expects at least one operand")
         element = _same_element(operand_types)
         first = list(operand_types[0].get_shape())
-        axis = normalize_axis(attrs.int("axis"), len(first))
+        axis = normalize_axis(attrs.axis, len(first))
         total = 0
         for i, t in enumerate(operand_types):
             s = list(t.get_shape())
@@ -319,7 +327,7 @@ class ConcatOp(GraphOp):
         return [tensor_type(first, element)]
 
     def reference(self, *xs):
-        return [np.concatenate(xs, axis=self.attrs.int("axis"))]
+        return [np.concatenate(xs, axis=self.axis)]
 
 
 @irdl_op_definition
@@ -333,7 +341,8 @@ class SplitOp(GraphOp):
 
     name = "graph.split"
     NARROW_TYPES: ClassVar[bool] = True
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "sizes")
+    axis = IntAttribute(default=0)
+    sizes = IntsAttribute()
     x = operand_def(TensorType)
     outs = var_result_def(TensorType)
     traits = traits_def(Pure())
@@ -342,8 +351,8 @@ class SplitOp(GraphOp):
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
         _expect_count(operand_types, 1)
         shape = list(operand_types[0].get_shape())
-        axis = normalize_axis(attrs.int("axis", 0), len(shape))
-        sizes = attrs.ints("sizes")
+        axis = normalize_axis(attrs.axis, len(shape))
+        sizes = attrs.sizes
         if sum(sizes) != shape[axis] or min(sizes, default=0) < 0:
             raise ShapeError(f"sizes {list(sizes)} do not sum to the extent {shape[axis]} of axis {axis}")
         outs = []
@@ -354,6 +363,6 @@ class SplitOp(GraphOp):
         return outs
 
     def reference(self, x):
-        axis = self.attrs.int("axis", 0)
-        cuts = np.cumsum(self.attrs.ints("sizes"))[:-1]
+        axis = self.axis
+        cuts = np.cumsum(self.sizes)[:-1]
         return [_contiguous(p) for p in np.split(x, cuts, axis=axis)]

@@ -10,7 +10,14 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from dlc.dialects.graph_base import Attrs, GraphOp, normalize_axis, ShapeError
+from dlc.dialects.graph_base import (
+    Attrs,
+    FloatAttribute,
+    GraphOp,
+    IntAttribute,
+    normalize_axis,
+    ShapeError,
+)
 from dlc.dialects.graph.common import (
     _broadcasts_to,
     _check_element,
@@ -33,7 +40,8 @@ class BatchNormOp(GraphOp):
     """
 
     name = "graph.batch_norm"
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "epsilon")
+    axis = IntAttribute(default=1)
+    epsilon = FloatAttribute(default=1e-5)
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
     bias = operand_def(TensorType)
@@ -48,17 +56,17 @@ class BatchNormOp(GraphOp):
         _same_element(operand_types)
         _check_element(operand_types[0], "float")
         x = operand_types[0].get_shape()
-        axis = normalize_axis(attrs.int("axis", 1), len(x))
+        axis = normalize_axis(attrs.axis, len(x))
         for name, t in zip(("scale", "bias", "mean", "var"), operand_types[1:]):
             if list(t.get_shape()) != [x[axis]]:
                 raise ShapeError(f"{name} must have shape [{x[axis]}] (channels), got {list(t.get_shape())}")
         return [operand_types[0]]
 
     def reference(self, x, scale, bias, mean, var) -> list[np.ndarray]:
-        axis = normalize_axis(self.attrs.int("axis", 1), x.ndim)
+        axis = normalize_axis(self.axis, x.ndim)
         shape = [1] * x.ndim
         shape[axis] = -1
-        eps = self.attrs.float("epsilon", 1e-5)
+        eps = self.epsilon
         r = lambda v: v.astype(np.float64).reshape(shape)  # noqa: E731
         out = (x - r(mean)) / np.sqrt(r(var) + eps) * r(scale) + r(bias)
         return [out.astype(x.dtype)]
@@ -76,7 +84,8 @@ class LayerNormOp(GraphOp):
     """
 
     name = "graph.layer_norm"
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "epsilon")
+    axis = IntAttribute(default=-1)
+    epsilon = FloatAttribute(default=1e-5)
     x = operand_def(TensorType)
     scale = operand_def(TensorType)
     bias = operand_def(TensorType)
@@ -89,7 +98,7 @@ class LayerNormOp(GraphOp):
         _same_element(operand_types)
         _check_element(operand_types[0], "float")
         x = list(operand_types[0].get_shape())
-        axis = normalize_axis(attrs.int("axis", -1), len(x))
+        axis = normalize_axis(attrs.axis, len(x))
         norm_shape = x[axis:]
         for name, t in zip(("scale", "bias"), operand_types[1:]):
             if not _broadcasts_to(t.get_shape(), norm_shape):
@@ -97,9 +106,9 @@ class LayerNormOp(GraphOp):
         return [operand_types[0]]
 
     def reference(self, x, scale, bias) -> list[np.ndarray]:
-        axis = normalize_axis(self.attrs.int("axis", -1), x.ndim)
+        axis = normalize_axis(self.axis, x.ndim)
         axes = tuple(range(axis, x.ndim))
-        eps = self.attrs.float("epsilon", 1e-5)
+        eps = self.epsilon
         x64 = x.astype(np.float64)
         mean = x64.mean(axis=axes, keepdims=True)
         var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
@@ -116,11 +125,11 @@ class _SoftmaxBase(GraphOp):
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
         _expect_count(operand_types, 1)
         _check_element(operand_types[0], "float")
-        normalize_axis(attrs.int("axis", -1), operand_types[0].get_num_dims())
+        normalize_axis(attrs.axis, operand_types[0].get_num_dims())
         return [operand_types[0]]
 
     def _log_softmax(self, x: np.ndarray) -> np.ndarray:
-        axis = self.attrs.int("axis", -1)
+        axis = self.axis
         x64 = x.astype(np.float64)
         shifted = x64 - x64.max(axis=axis, keepdims=True)
         return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
@@ -136,7 +145,7 @@ class SoftmaxOp(_SoftmaxBase):
     """
 
     name = "graph.softmax"
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
+    axis = IntAttribute(default=-1)
     traits = traits_def(Composite(decompose.softmax))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
@@ -153,7 +162,7 @@ class LogSoftmaxOp(_SoftmaxBase):
     """
 
     name = "graph.log_softmax"
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis",)
+    axis = IntAttribute(default=-1)
     traits = traits_def(Composite(decompose.log_softmax))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:

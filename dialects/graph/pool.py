@@ -13,9 +13,18 @@ from xdsl.dialects.builtin import i64, TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from dlc.dialects.graph_base import Attrs, GraphOp, ShapeError, tensor_type
+from dlc.dialects.graph_base import (
+    Attrs,
+    BoolAttribute,
+    EnumAttribute,
+    GraphOp,
+    IntAttribute,
+    IntsAttribute,
+    ShapeError,
+    tensor_type,
+)
 from dlc.dialects.graph.common import _check_element, _contiguous, _expect_count, Types
-from dlc.dialects.graph.conv import _DATA_LAYOUTS, _from_nchw, _layout, _nchw, _window_attrs
+from dlc.dialects.graph.conv import _DATA_LAYOUTS, _from_nchw, _nchw, _window_attrs
 from dlc.dialects.graph import decompose
 from dlc.dialects.traits import Composite, FusionAnchor, LayoutFree, WidenF16
 
@@ -32,16 +41,16 @@ class _PoolOp(GraphOp):
         x = list(operand_types[0].get_shape())
         if len(x) != 4:
             raise ShapeError(f"input must be 4-D, got rank {len(x)}")
-        dl = _layout(attrs, "layout", _DATA_LAYOUTS)
+        dl = attrs.layout
         n, c, h, w = _nchw(x, dl)
-        kernel = attrs.ints("kernel")
+        kernel = attrs.kernel
         if len(kernel) != 2 or min(kernel) < 1:
             raise ShapeError(f"attribute 'kernel' must be 2 values >= 1, got {list(kernel)}")
         kh, kw = kernel
         (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
         if max(pt, pb) >= dh * (kh - 1) + 1 or max(pl, pr) >= dw * (kw - 1) + 1:
             raise ShapeError("padding must be smaller than the window")
-        ceil = attrs.bool("ceil_mode")
+        ceil = attrs.ceil_mode
         oh = _pool_out(h, kh, sh, pt, pb, dh, ceil, "height")
         ow = _pool_out(w, kw, sw, pl, pr, dw, ceil, "width")
         _check_windows_see_input(h, kh, sh, pt, dh, oh, "height")
@@ -51,9 +60,9 @@ class _PoolOp(GraphOp):
     def _windows(self, x: np.ndarray, fill: float):
         """Yield (ki, kj, patch, valid-mask) over the window positions, NCHW."""
         a = self.attrs
-        kh, kw = a.ints("kernel")
+        kh, kw = a.kernel
         (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(a)
-        oh, ow = self.out.type.get_shape()[2:] if a.str("layout", "NCHW") == "NCHW" else self.out.type.get_shape()[1:3]
+        oh, ow = self.out.type.get_shape()[2:] if a.layout == "NCHW" else self.out.type.get_shape()[1:3]
         extra_h = max((oh - 1) * sh + dh * (kh - 1) + 1 - (x.shape[2] + pt + pb), 0)
         extra_w = max((ow - 1) * sw + dw * (kw - 1) + 1 - (x.shape[3] + pl + pr), 0)
         pad = ((0, 0), (0, 0), (pt, pb + extra_h), (pl, pr + extra_w))
@@ -67,7 +76,7 @@ class _PoolOp(GraphOp):
                 yield xp[(slice(None), slice(None)) + sl], inside[sl], in_pad[sl]
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
-        nhwc = self.attrs.str("layout", "NCHW") == "NHWC"
+        nhwc = self.layout == "NHWC"
         if nhwc:
             x = x.transpose(0, 3, 1, 2)
         out = self.pool(x)
@@ -112,9 +121,13 @@ class MaxPool2DOp(_PoolOp):
     traits = traits_def(LayoutFree(blocked="graph.max_pool2d_nchwc"))
     name = "graph.max_pool2d"
     # count_include_pad is accepted (and means nothing) so both pools share one attribute set
-    ATTRS: ClassVar[tuple[str, ...]] = (
-        "kernel", "strides", "padding", "dilations", "ceil_mode", "layout", "count_include_pad"
-    )
+    kernel = IntsAttribute()
+    strides = IntsAttribute(default=(1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1))
+    ceil_mode = BoolAttribute()
+    layout = EnumAttribute(*_DATA_LAYOUTS)
+    count_include_pad = BoolAttribute()
 
     def pool(self, x: np.ndarray) -> np.ndarray:
         lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
@@ -136,10 +149,16 @@ class AvgPool2DOp(_PoolOp):
 
     traits = traits_def(WidenF16(), LayoutFree(blocked="graph.avg_pool2d_nchwc"))
     name = "graph.avg_pool2d"
-    ATTRS: ClassVar[tuple[str, ...]] = ("kernel", "strides", "padding", "dilations", "ceil_mode", "layout", "count_include_pad")
+    kernel = IntsAttribute()
+    strides = IntsAttribute(default=(1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1))
+    ceil_mode = BoolAttribute()
+    layout = EnumAttribute(*_DATA_LAYOUTS)
+    count_include_pad = BoolAttribute()
 
     def pool(self, x: np.ndarray) -> np.ndarray:
-        include_pad = self.attrs.bool("count_include_pad")
+        include_pad = self.count_include_pad
         total = count = None
         for patch, inside, in_pad in self._windows(x.astype(np.float64), 0.0):
             weight = in_pad if include_pad else inside
@@ -160,7 +179,7 @@ class _GlobalPoolOp(GraphOp):
         x = list(operand_types[0].get_shape())
         if len(x) < 3:
             raise ShapeError(f"input must be N x C x spatial..., got rank {len(x)}")
-        layout = _layout(attrs, "layout", _DATA_LAYOUTS)
+        layout = attrs.layout
         if layout == "NHWC":
             shape = [x[0]] + [1] * (len(x) - 2) + [x[-1]]
         else:
@@ -168,7 +187,7 @@ class _GlobalPoolOp(GraphOp):
         return [tensor_type(shape, operand_types[0].element_type)]
 
     def _spatial_axes(self, rank: int) -> tuple[int, ...]:
-        if self.attrs.str("layout", "NCHW") == "NHWC":
+        if self.layout == "NHWC":
             return tuple(range(1, rank - 1))
         return tuple(range(2, rank))
 
@@ -183,7 +202,7 @@ class GlobalAvgPoolOp(_GlobalPoolOp):
     """
 
     name = "graph.global_avg_pool"
-    ATTRS: ClassVar[tuple[str, ...]] = ("layout",)
+    layout = EnumAttribute(*_DATA_LAYOUTS)
     traits = traits_def(Composite(decompose.global_avg_pool))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
@@ -200,7 +219,7 @@ class GlobalMaxPoolOp(_GlobalPoolOp):
     """
 
     name = "graph.global_max_pool"
-    ATTRS: ClassVar[tuple[str, ...]] = ("layout",)
+    layout = EnumAttribute(*_DATA_LAYOUTS)
     traits = traits_def(Composite(decompose.global_max_pool))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
@@ -211,11 +230,11 @@ def pool_geometry(attrs: Attrs, in_dims: Sequence[int]):
     """(kernel, strides, dilations, padding [begins.., ends..], out dims) of an
     N-D pooling window over spatial dims ``in_dims``; raises ShapeError."""
     n = len(in_dims)
-    kernel = attrs.ints("kernel")
+    kernel = attrs.kernel
     if len(kernel) != n or min(kernel) < 1:
         raise ShapeError(f"attribute 'kernel' must be {n} values >= 1, got {list(kernel)}")
     strides, dil, pads = _window_attrs(attrs, n)
-    ceil = attrs.bool("ceil_mode")
+    ceil = attrs.ceil_mode
     out = []
     for i, size in enumerate(in_dims):
         if max(pads[i], pads[n + i]) >= dil[i] * (kernel[i] - 1) + 1:
@@ -270,8 +289,9 @@ class _PoolNdOp(GraphOp):
                        for i, t in enumerate(taps))
             yield taps, xp[(slice(None), slice(None)) + sl], inside[sl], in_pad[sl]
 
-    def max_and_argmax(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Window maxima and the flat (row-major) input index of the first maximum."""
+    def max_and_argmax(self, x: np.ndarray, storage_order: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Window maxima and the flat input index of the first maximum
+        (row-major, or column-major over the spatial dims for storage_order 1)."""
         kernel, strides, dil, pads, out = pool_geometry(self.attrs, x.shape[2:])
         n = len(kernel)
         lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
@@ -280,7 +300,7 @@ class _PoolNdOp(GraphOp):
         best = np.full(x.shape[:2] + tuple(out), lowest, dtype=x.dtype)
         index = np.full(best.shape, -1, dtype=np.int64)
         plane = np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(x.shape[:2] + (1,) * n)
-        steps = pool_index_steps(x.shape[2:], self.attrs.int("storage_order", 0))
+        steps = pool_index_steps(x.shape[2:], storage_order)
         for taps, patch, inside, _ in self.windows(x, lowest):
             flat = plane * math.prod(x.shape[2:])
             for i, t in enumerate(taps):
@@ -303,7 +323,11 @@ def _pool_nd_doc(cls: type[GraphOp], what: str, example: str) -> None:
 @irdl_op_definition
 class MaxPool3DOp(_PoolNdOp):
     name = "graph.max_pool3d"
-    ATTRS: ClassVar[tuple[str, ...]] = ("kernel", "strides", "padding", "dilations", "ceil_mode")
+    kernel = IntsAttribute()
+    strides = IntsAttribute(default=(1, 1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1, 1))
+    ceil_mode = BoolAttribute()
     out = result_def(TensorType)
 
     @classmethod
@@ -319,9 +343,12 @@ class MaxPool3DOp(_PoolNdOp):
 class AvgPool3DOp(_PoolNdOp):
     traits = traits_def(WidenF16())
     name = "graph.avg_pool3d"
-    ATTRS: ClassVar[tuple[str, ...]] = (
-        "kernel", "strides", "padding", "dilations", "ceil_mode", "count_include_pad"
-    )
+    kernel = IntsAttribute()
+    strides = IntsAttribute(default=(1, 1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1, 1))
+    ceil_mode = BoolAttribute()
+    count_include_pad = BoolAttribute()
     out = result_def(TensorType)
 
     @classmethod
@@ -330,7 +357,7 @@ class AvgPool3DOp(_PoolNdOp):
         return [tensor_type(lead + out, operand_types[0].element_type)]
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
-        include_pad = self.attrs.bool("count_include_pad")
+        include_pad = self.count_include_pad
         total = count = 0
         for _, patch, inside, in_pad in self.windows(x.astype(np.float64), 0.0):
             total = total + patch
@@ -351,9 +378,12 @@ class MaxPoolWithIndicesOp(_PoolNdOp):
     """
 
     name = "graph.max_pool_with_indices"
-    ATTRS: ClassVar[tuple[str, ...]] = (
-        "kernel", "strides", "padding", "dilations", "ceil_mode", "storage_order"
-    )
+    kernel = IntsAttribute()
+    strides = IntsAttribute(optional=True)  # default: 1 per spatial dim
+    padding = IntsAttribute(optional=True)  # default: 0 per side
+    dilations = IntsAttribute(optional=True)  # default: 1 per spatial dim
+    ceil_mode = BoolAttribute()
+    storage_order = IntAttribute(default=0)
     SPATIAL: ClassVar[tuple[int, ...]] = (1, 2, 3)
     out = result_def(TensorType)
     indices = result_def(TensorType)
@@ -361,12 +391,12 @@ class MaxPoolWithIndicesOp(_PoolNdOp):
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
         lead, (*_, out) = cls.geometry(operand_types, attrs)
-        if attrs.int("storage_order", 0) not in (0, 1):
-            raise ShapeError(f"storage_order must be 0 or 1, got {attrs.int('storage_order', 0)}")
+        if attrs.storage_order not in (0, 1):
+            raise ShapeError(f"storage_order must be 0 or 1, got {attrs.storage_order}")
         return [tensor_type(lead + out, operand_types[0].element_type), tensor_type(lead + out, i64)]
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
-        best, index = self.max_and_argmax(x)
+        best, index = self.max_and_argmax(x, self.storage_order)
         return [_contiguous(best).astype(x.dtype), _contiguous(index)]
 
 

@@ -11,13 +11,22 @@ from xdsl.dialects.builtin import i64, TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from dlc.dialects.graph_base import Attrs, GraphOp, normalize_axis, ShapeError, tensor_type
+from dlc.dialects.graph_base import (
+    Attrs,
+    BoolAttribute,
+    GraphOp,
+    IntAttribute,
+    IntsAttribute,
+    normalize_axis,
+    ShapeError,
+    tensor_type,
+)
 from dlc.dialects.graph.common import _check_element, _expect_count, Types
 from dlc.dialects.traits import FusionAnchor, LayoutFree, WidenF16
 
 
 def _reduce_axes(attrs: Attrs, rank: int) -> tuple[int, ...]:
-    axes = attrs.ints("axes", ())
+    axes = attrs.axes
     if not axes:
         return tuple(range(rank))
     norm = tuple(sorted(normalize_axis(a, rank) for a in axes))
@@ -43,7 +52,7 @@ class ReduceOp(GraphOp):
         axes = _reduce_axes(attrs, len(shape))
         if cls.NEEDS_ELEMENTS:
             _check_nonempty(shape, axes)
-        keep = attrs.bool("keepdims")
+        keep = attrs.keepdims
         out = [1 if i in axes else d for i, d in enumerate(shape) if keep or i not in axes]
         return [tensor_type(out, operand_types[0].element_type)]
 
@@ -52,7 +61,7 @@ class ReduceOp(GraphOp):
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         axes = _reduce_axes(self.attrs, x.ndim)
-        out = self.compute(x, axes, self.attrs.bool("keepdims"))
+        out = self.compute(x, axes, self.keepdims)
         return [np.asarray(out).astype(x.dtype)]
 
 
@@ -68,7 +77,8 @@ def _reduce(name: str, fn, doc: str, needs_elements: bool = False, extra_traits=
     class _Op(ReduceOp):
         traits = traits_def(*extra_traits)
         NEEDS_ELEMENTS: ClassVar[bool] = needs_elements
-        ATTRS: ClassVar[tuple[str, ...]] = ("axes", "keepdims")
+        axes = IntsAttribute(default=())  # default: every axis
+        keepdims = BoolAttribute()
 
         def compute(self, x, axes, keep):
             return fn(x, axes, keep)
@@ -109,19 +119,19 @@ class _ArgReduceOp(GraphOp):
         _expect_count(operand_types, 1)
         _check_element(operand_types[0], "numeric")
         shape = list(operand_types[0].get_shape())
-        axis = normalize_axis(attrs.int("axis", 0), len(shape))
+        axis = normalize_axis(attrs.axis, len(shape))
         _check_nonempty(shape, [axis])
-        keep = attrs.bool("keepdims")
+        keep = attrs.keepdims
         out = [1 if i == axis else d for i, d in enumerate(shape) if keep or i != axis]
         return [tensor_type(out, i64)]
 
     def _arg(self, x: np.ndarray, fn) -> list[np.ndarray]:
-        axis = normalize_axis(self.attrs.int("axis", 0), x.ndim)
-        if self.attrs.bool("select_last_index"):
+        axis = normalize_axis(self.axis, x.ndim)
+        if self.select_last_index:
             idx = x.shape[axis] - 1 - fn(np.flip(x, axis=axis), axis=axis)
         else:
             idx = fn(x, axis=axis)
-        if self.attrs.bool("keepdims"):
+        if self.keepdims:
             idx = np.expand_dims(idx, axis)
         return [np.asarray(idx, dtype=np.int64)]
 
@@ -137,7 +147,9 @@ class ArgMaxOp(_ArgReduceOp):
     """
 
     name = "graph.argmax"
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "keepdims", "select_last_index")
+    axis = IntAttribute(default=0)
+    keepdims = BoolAttribute()
+    select_last_index = BoolAttribute()
 
     def reference(self, x):
         return self._arg(x, np.argmax)
@@ -153,7 +165,9 @@ class ArgMinOp(_ArgReduceOp):
     """
 
     name = "graph.argmin"
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "keepdims", "select_last_index")
+    axis = IntAttribute(default=0)
+    keepdims = BoolAttribute()
+    select_last_index = BoolAttribute()
 
     def reference(self, x):
         return self._arg(x, np.argmin)

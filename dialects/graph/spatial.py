@@ -5,14 +5,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import TensorType
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
-from dlc.dialects.graph_base import Attrs, GraphOp, normalize_axis, ShapeError, tensor_type
+from dlc.dialects.graph_base import (
+    Attrs,
+    BoolAttribute,
+    EnumAttribute,
+    FloatAttribute,
+    GraphOp,
+    IntAttribute,
+    IntsAttribute,
+    normalize_axis,
+    or_default,
+    ShapeError,
+    tensor_type,
+)
 from dlc.dialects.graph.common import (
     _check_element,
     _contiguous,
@@ -20,6 +31,10 @@ from dlc.dialects.graph.common import (
     _same_element,
     Types,
 )
+
+
+_COORDINATE_MODES = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
 @irdl_op_definition
@@ -36,7 +51,10 @@ class ResizeOp(GraphOp):
     """
 
     name = "graph.resize"
-    ATTRS: ClassVar[tuple[str, ...]] = ("sizes", "mode", "coordinate_transformation_mode", "nearest_mode")
+    sizes = IntsAttribute()
+    mode = EnumAttribute("nearest", "linear", message="mode must be nearest or linear")
+    coordinate_transformation_mode = EnumAttribute(*_COORDINATE_MODES, message="{name} must be one of {choices}, got {value}")
+    nearest_mode = EnumAttribute(*_NEAREST_MODES, message="{name} must be one of {choices}, got {value}")
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -45,27 +63,21 @@ class ResizeOp(GraphOp):
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
         _expect_count(operand_types, 1)
         shape = list(operand_types[0].get_shape())
-        sizes = list(attrs.ints("sizes"))
+        sizes = list(attrs.sizes)
         if len(sizes) != len(shape) or min(sizes, default=1) < 1:
             raise ShapeError(f"sizes {sizes} must give a positive extent for each of the {len(shape)} dims")
         for axis, (d, s) in enumerate(zip(shape, sizes)):
             if d == 0 and s != 0:
                 raise ShapeError(f"cannot resize axis {axis} of extent 0 (no values to sample)")
-        if attrs.str("mode", "nearest") not in ("nearest", "linear"):
-            raise ShapeError("mode must be nearest or linear")
-        ctm = attrs.str("coordinate_transformation_mode", "half_pixel")
-        if ctm not in _COORDINATE_MODES:
-            raise ShapeError(f"coordinate_transformation_mode must be one of {', '.join(_COORDINATE_MODES)}, got {ctm}")
-        nearest = attrs.str("nearest_mode", "round_prefer_floor")
-        if nearest not in _NEAREST_MODES:
-            raise ShapeError(f"nearest_mode must be one of {', '.join(_NEAREST_MODES)}, got {nearest}")
-        if attrs.str("mode", "nearest") == "linear":
+        # the declarations check the modes, in this order
+        attrs.mode, attrs.coordinate_transformation_mode, attrs.nearest_mode
+        if attrs.mode == "linear":
             _check_element(operand_types[0], "float")
         return [tensor_type(sizes, operand_types[0].element_type)]
 
     def reference(self, x):
         out = x
-        sizes = self.attrs.ints("sizes")
+        sizes = self.sizes
         for axis, size in enumerate(sizes):
             if size != out.shape[axis] or axis >= 2:
                 out = self._resize_axis(out, axis, size)
@@ -74,10 +86,10 @@ class ResizeOp(GraphOp):
     def _resize_axis(self, x: np.ndarray, axis: int, size: int) -> np.ndarray:
         n = x.shape[axis]
         coords = resize_source_coords(
-            n, size, self.attrs.str("coordinate_transformation_mode", "half_pixel")
+            n, size, self.coordinate_transformation_mode
         )
-        if self.attrs.str("mode", "nearest") == "nearest":
-            idx = resize_nearest_index(coords, self.attrs.str("nearest_mode", "round_prefer_floor"))
+        if self.mode == "nearest":
+            idx = resize_nearest_index(coords, self.nearest_mode)
             return np.take(x, np.clip(idx, 0, n - 1), axis=axis)
         coords = np.clip(coords, 0, n - 1)
         lo = np.floor(coords).astype(np.int64)
@@ -89,8 +101,6 @@ class ResizeOp(GraphOp):
         return np.take(x, lo, axis=axis) * (1 - frac) + np.take(x, hi, axis=axis) * frac
 
 
-_COORDINATE_MODES = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
-_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
 def resize_source_coords(n_in: int, n_out: int, mode: str) -> np.ndarray:
@@ -124,13 +134,6 @@ _GRID_MODES = ("linear", "nearest", "cubic")
 _GRID_PADDINGS = ("zeros", "border", "reflection")
 
 
-def _spatial_choice(attrs: Attrs, name: str, default: str, choices: Sequence[str]) -> str:
-    value = attrs.str(name, default)
-    if value not in choices:
-        raise ShapeError(f"{name} must be one of {', '.join(choices)}, got {value}")
-    return value
-
-
 @irdl_op_definition
 class GridSampleOp(GraphOp):
     """Sample ``x`` (N x C x D1..Dr, r = 1..3) at the normalized coordinates of
@@ -146,7 +149,9 @@ class GridSampleOp(GraphOp):
     """
 
     name = "graph.grid_sample"
-    ATTRS: ClassVar[tuple[str, ...]] = ("mode", "padding_mode", "align_corners")
+    mode = EnumAttribute(*_GRID_MODES, message="{name} must be one of {choices}, got {value}")
+    padding_mode = EnumAttribute(*_GRID_PADDINGS, message="{name} must be one of {choices}, got {value}")
+    align_corners = BoolAttribute()
     x = operand_def(TensorType)
     grid = operand_def(TensorType)
     out = result_def(TensorType)
@@ -168,15 +173,14 @@ class GridSampleOp(GraphOp):
             raise ShapeError(f"grid batch {gs[0]} differs from x batch {xs[0]}")
         if min(xs[2:]) < 1:
             raise ShapeError(f"spatial dims of x must be >= 1, got {xs[2:]}")
-        _spatial_choice(attrs, "mode", "linear", _GRID_MODES)
-        _spatial_choice(attrs, "padding_mode", "zeros", _GRID_PADDINGS)
+        attrs.mode, attrs.padding_mode  # checked by their declarations
         return [tensor_type(xs[:2] + gs[1:-1], x_t.element_type)]
 
     def reference(self, x, grid):
         a = self.attrs
         return [grid_sample_reference(
-            x, grid, a.str("mode", "linear"), a.str("padding_mode", "zeros"),
-            a.bool("align_corners"))]
+            x, grid, a.mode, a.padding_mode,
+            a.align_corners)]
 
 
 def grid_reflect(v: np.ndarray, lo: float, hi: float) -> np.ndarray:
@@ -272,7 +276,10 @@ class DftOp(GraphOp):
     """
 
     name = "graph.dft"
-    ATTRS: ClassVar[tuple[str, ...]] = ("axis", "length", "inverse", "onesided")
+    axis = IntAttribute()
+    length = IntAttribute()
+    inverse = BoolAttribute()
+    onesided = BoolAttribute()
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -285,21 +292,21 @@ class DftOp(GraphOp):
         shape = list(x_t.get_shape())
         if len(shape) < 2 or shape[-1] not in (1, 2):
             raise ShapeError(f"x must have rank >= 2 and a last dim of 1 (real) or 2 (complex), got {shape}")
-        axis = normalize_axis(attrs.int("axis"), len(shape))
+        axis = normalize_axis(attrs.axis, len(shape))
         if axis == len(shape) - 1:
             raise ShapeError("axis must not be the last dim (it holds real/imaginary parts)")
-        length = attrs.int("length")
+        length = attrs.length
         if length < 1:
             raise ShapeError(f"length must be >= 1, got {length}")
-        inverse, onesided = attrs.bool("inverse"), attrs.bool("onesided")
+        inverse, onesided = attrs.inverse, attrs.onesided
         shape[axis] = length // 2 + 1 if onesided and not inverse else length
         shape[-1] = 1 if inverse and onesided else 2
         return [tensor_type(shape, x_t.element_type)]
 
     def reference(self, x):
         a = self.attrs
-        axis = normalize_axis(a.int("axis"), x.ndim)
-        length, inverse, onesided = a.int("length"), a.bool("inverse"), a.bool("onesided")
+        axis = normalize_axis(a.axis, x.ndim)
+        length, inverse, onesided = a.length, a.inverse, a.onesided
         signal = x[..., 0].astype(np.float64)
         if x.shape[-1] == 2:
             signal = signal + 1j * x[..., 1]
@@ -340,7 +347,11 @@ class Col2ImOp(GraphOp):
     """
 
     name = "graph.col2im"
-    ATTRS: ClassVar[tuple[str, ...]] = ("image_shape", "block_shape", "strides", "dilations", "pads")
+    image_shape = IntsAttribute()
+    block_shape = IntsAttribute()
+    strides = IntsAttribute(optional=True)  # default: 1 per block dim
+    dilations = IntsAttribute(optional=True)  # default: 1 per block dim
+    pads = IntsAttribute(optional=True)  # default: 0 per side
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -353,12 +364,12 @@ class Col2ImOp(GraphOp):
         shape = list(x_t.get_shape())
         if len(shape) != 3:
             raise ShapeError(f"x must be N x (C*prod(block_shape)) x L, got rank {len(shape)}")
-        image, block = attrs.ints("image_shape"), attrs.ints("block_shape")
+        image, block = attrs.image_shape, attrs.block_shape
         r = len(image)
         _spatial_extents("image_shape", image, r, 1)
         _spatial_extents("block_shape", block, r, 1)
-        strides, dilations = attrs.ints("strides", [1] * r), attrs.ints("dilations", [1] * r)
-        pads = attrs.ints("pads", [0] * (2 * r))
+        strides, dilations = or_default(attrs.strides, [1] * r), or_default(attrs.dilations, [1] * r)
+        pads = or_default(attrs.pads, [0] * (2 * r))
         _spatial_extents("strides", strides, r, 1)
         _spatial_extents("dilations", dilations, r, 1)
         _spatial_extents("pads", pads, 2 * r, 0)
@@ -376,10 +387,10 @@ class Col2ImOp(GraphOp):
         import itertools
 
         a = self.attrs
-        image, block = a.ints("image_shape"), a.ints("block_shape")
+        image, block = a.image_shape, a.block_shape
         r = len(image)
-        strides, dilations = a.ints("strides", [1] * r), a.ints("dilations", [1] * r)
-        pads = a.ints("pads", [0] * (2 * r))
+        strides, dilations = or_default(a.strides, [1] * r), or_default(a.dilations, [1] * r)
+        pads = or_default(a.pads, [0] * (2 * r))
         blocks = col2im_blocks(image, block, strides, dilations, pads)
         n, c = x.shape[0], x.shape[1] // math.prod(block)
         padded = [image[i] + pads[i] + pads[i + r] for i in range(r)]
@@ -414,9 +425,13 @@ class RoiAlignOp(GraphOp):
     """
 
     name = "graph.roi_align"
-    ATTRS: ClassVar[tuple[str, ...]] = (
-        "mode", "output_height", "output_width", "sampling_ratio", "max_samples",
-        "spatial_scale", "coordinate_transformation_mode")
+    mode = EnumAttribute("avg", "max", message="{name} must be one of {choices}, got {value}")
+    output_height = IntAttribute(default=1)
+    output_width = IntAttribute(default=1)
+    sampling_ratio = IntAttribute(default=0)
+    max_samples = IntAttribute(default=0)
+    spatial_scale = FloatAttribute(default=1.0)
+    coordinate_transformation_mode = EnumAttribute("half_pixel", "output_half_pixel", message="{name} must be one of {choices}, got {value}")
     x = operand_def(TensorType)
     rois = operand_def(TensorType)
     batch_indices = operand_def(TensorType)
@@ -438,27 +453,26 @@ class RoiAlignOp(GraphOp):
             raise ShapeError(f"rois must be R x 4, got {list(rs)}")
         if list(ids) != [rs[0]]:
             raise ShapeError(f"batch_indices must have shape [{rs[0]}] (one per roi), got {list(ids)}")
-        oh, ow = attrs.int("output_height", 1), attrs.int("output_width", 1)
+        oh, ow = attrs.output_height, attrs.output_width
         if oh < 1 or ow < 1:
             raise ShapeError(f"output_height and output_width must be >= 1, got {oh}, {ow}")
-        ratio = attrs.int("sampling_ratio", 0)
+        ratio = attrs.sampling_ratio
         if ratio < 0:
             raise ShapeError(f"sampling_ratio must be >= 0, got {ratio}")
-        if ratio == 0 and attrs.int("max_samples", 0) < 1:
+        if ratio == 0 and attrs.max_samples < 1:
             raise ShapeError("sampling_ratio = 0 (adaptive) needs max_samples >= 1 (the static loop bound)")
-        _spatial_choice(attrs, "mode", "avg", ("avg", "max"))
-        _spatial_choice(attrs, "coordinate_transformation_mode", "half_pixel", ("half_pixel", "output_half_pixel"))
+        attrs.mode, attrs.coordinate_transformation_mode  # checked by their declarations
         return [tensor_type([rs[0], xs[1], oh, ow], x_t.element_type)]
 
     def reference(self, x, rois, batch_indices):
         a = self.attrs
-        oh, ow = a.int("output_height", 1), a.int("output_width", 1)
+        oh, ow = a.output_height, a.output_width
         out = np.zeros((rois.shape[0], x.shape[1], oh, ow), np.float64)
         for r in range(rois.shape[0]):
             (ys, yw), (xs, xw), count = roi_align_samples(
-                rois[r], x.shape[2], x.shape[3], oh, ow, a.float("spatial_scale", 1.0),
-                a.int("sampling_ratio", 0), a.int("max_samples", 0),
-                a.str("coordinate_transformation_mode", "half_pixel") == "half_pixel")
+                rois[r], x.shape[2], x.shape[3], oh, ow, a.spatial_scale,
+                a.sampling_ratio, a.max_samples,
+                a.coordinate_transformation_mode == "half_pixel")
             image = x[int(batch_indices[r])].astype(np.float64)  # C x H x W
             # terms[c, ph, pw, iy, ix, corner]
             terms = np.stack([
@@ -468,7 +482,7 @@ class RoiAlignOp(GraphOp):
             terms = terms.transpose(0, 1, 3, 2, 4, 5)  # c, ph, pw, iy, ix, corner
             if terms.size == 0:  # adaptive sampling with an empty roi: no samples
                 out[r] = 0.0
-            elif a.str("mode", "avg") == "avg":
+            elif a.mode == "avg":
                 out[r] = terms.sum(axis=(3, 4, 5)) / count
             else:
                 out[r] = terms.max(axis=5).max(axis=(3, 4))

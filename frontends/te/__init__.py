@@ -156,7 +156,7 @@ def import_te(path: str) -> ModuleOp:
 
 
 # ---------------------------------------------------------------------------
-# graph.custom support (dialects/graph/custom.py calls these lazily)
+# graph.custom support: the "te" custom-op language (registered below)
 # ---------------------------------------------------------------------------
 
 
@@ -178,3 +178,32 @@ def _custom_program(text: str, bindings: tuple) -> Program:
 def custom_program(text: str, operand_types) -> Program:
     """The analysed program of a graph.custom (cached: verification re-infers often)."""
     return _custom_program(text, tuple(_binding_of(t) for t in operand_types))
+
+
+def _infer_custom(text: str, operand_types) -> list:
+    from dlc.dialects.graph_base import ShapeError
+    from dlc.frontends.te.lowering import tensor_type_of
+
+    try:
+        program = custom_program(text, operand_types)
+    except TEError as err:
+        raise ShapeError(f"in te: {err}") from None
+    return [tensor_type_of(t) for t in program.outputs]
+
+
+def _run_custom(text: str, operand_types, inputs) -> list:
+    from dlc.frontends.te.interpret import run_program
+
+    return run_program(custom_program(text, operand_types), list(inputs))
+
+
+def _register_custom_language() -> None:
+    """graph.custom's "te" language (the dialect holds the hook table and never
+    imports a frontend) and its lower-to-loops kernel."""
+    from dlc.dialects.graph.custom import CUSTOM_LANGUAGES, CustomLanguage
+    from dlc.frontends.te import custom_kernel  # noqa: F401  (registers the graph.custom kernel)
+
+    CUSTOM_LANGUAGES.add("te", CustomLanguage(infer=_infer_custom, reference=_run_custom))
+
+
+_register_custom_language()

@@ -1,6 +1,7 @@
 """lower-to-loops kernel of ``graph.custom``: the op's TE program lowered by
-``frontends/te/lowering.py`` (registered with ``lowering.kernels.kernel``;
-``lowering/lower_to_loops.py`` imports this module)."""
+``frontends/te/lowering.py`` (registered with ``lowering.kernels.kernel``
+when ``dlc.frontends.te`` is imported: the frontend registers its op's kernel,
+lower-to-loops does not import a frontend)."""
 
 from __future__ import annotations
 
@@ -14,5 +15,5 @@ from dlc.lowering.kernels import kernel
 
 @kernel("graph.custom")
 def lower_custom(op: GraphOp, name: str) -> func.FuncOp:
-    program = custom_program(op.attrs.str("te"), [o.type for o in op.operands])
+    program = custom_program(op.te, [o.type for o in op.operands])
     return build_kernel(program, name, op.name)

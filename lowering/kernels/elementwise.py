@@ -179,8 +179,8 @@ def _cast_bound(value: float, et: Attribute) -> float | int:
 
 def _clip_compute(op: GraphOp):
     et = op.operands[0].type.element_type
-    lo = op.attrs.float("min", -pymath.inf)
-    hi = op.attrs.float("max", pymath.inf)
+    lo = op.min
+    hi = op.max
 
     def compute(kb: KernelBuilder, x):
         if lo != -pymath.inf:
@@ -204,7 +204,7 @@ def lower_clip(op: GraphOp, name: str) -> func.FuncOp:
 
 def _leaky_relu_compute(op: GraphOp):
     et = op.operands[0].type.element_type
-    alpha = op.attrs.float("alpha", 0.01)
+    alpha = op.alpha
 
     def compute(kb: KernelBuilder, x):
         scaled = kb.mul(kb.const(alpha, et), x, et)
@@ -216,7 +216,7 @@ def _leaky_relu_compute(op: GraphOp):
 @kernel("graph.elu")
 def lower_elu(op: GraphOp, name: str) -> func.FuncOp:
     et = op.operands[0].type.element_type
-    alpha = op.attrs.float("alpha", 1.0)
+    alpha = op.alpha
 
     def compute(kb: KernelBuilder, x):
         em1 = kb.sub(kb.emit(xmath.ExpOp(x)), kb.const(1.0, et), et)
@@ -229,7 +229,7 @@ def lower_elu(op: GraphOp, name: str) -> func.FuncOp:
 @kernel("graph.hard_sigmoid")
 def lower_hard_sigmoid(op: GraphOp, name: str) -> func.FuncOp:
     et = op.operands[0].type.element_type
-    alpha, beta = op.attrs.float("alpha", 0.2), op.attrs.float("beta", 0.5)
+    alpha, beta = op.alpha, op.beta
 
     def compute(kb: KernelBuilder, x):
         y = kb.add(kb.mul(kb.const(alpha, et), x, et), kb.const(beta, et), et)

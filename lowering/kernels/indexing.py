@@ -69,7 +69,7 @@ def lower_gather_nd(op: GraphOp, name: str) -> func.FuncOp:
     out = op.results[0].type
     kb = KernelBuilder(name, [data, indices], [out], op.name, ["data", "indices", "out"])
     d_shape, i_shape = data.get_shape(), indices.get_shape()
-    b, k = op.attrs.int("batch_dims", 0), i_shape[-1]
+    b, k = op.batch_dims, i_shape[-1]
     lead = len(i_shape) - 1  # output dims that walk the index tuples
     with kb.loops(_names("d", out.get_num_dims()), out.get_shape()) as ivs:
         picked = []
@@ -86,9 +86,9 @@ def lower_scatter_nd(op: GraphOp, name: str) -> func.FuncOp:
     data, indices, updates = (o.type for o in op.operands)
     kb = KernelBuilder(name, [data, indices, updates], [data], op.name,
                        ["data", "indices", "updates", "out"])
-    reduction = op.attrs.str("reduction", "none")
+    reduction = op.reduction
     d_shape, i_shape = data.get_shape(), indices.get_shape()
-    b, k = op.attrs.int("batch_dims", 0), i_shape[-1]
+    b, k = op.batch_dims, i_shape[-1]
     lead = list(i_shape[:-1])
     tail = list(d_shape[b + k:])
     _copy(kb, kb.inputs[0], kb.outputs[0], d_shape)
@@ -114,9 +114,9 @@ def lower_scatter_elements(op: GraphOp, name: str) -> func.FuncOp:
     data, indices, updates = (o.type for o in op.operands)
     kb = KernelBuilder(name, [data, indices, updates], [data], op.name,
                        ["data", "indices", "updates", "out"])
-    reduction = op.attrs.str("reduction", "none")
+    reduction = op.reduction
     d_shape, i_shape = data.get_shape(), indices.get_shape()
-    axis = normalize_axis(op.attrs.int("axis", 0), len(d_shape))
+    axis = normalize_axis(op.axis, len(d_shape))
     n = d_shape[axis]
     _copy(kb, kb.inputs[0], kb.outputs[0], d_shape)
     with kb.loops(_names("i", len(i_shape)), i_shape) as ivs:
@@ -163,9 +163,9 @@ def lower_top_k(op: GraphOp, name: str) -> func.FuncOp:
     values_t, indices_t = (r.type for r in op.results)
     et, it = x_t.element_type, indices_t.element_type
     shape = x_t.get_shape()
-    axis = normalize_axis(op.attrs.int("axis", -1), len(shape))
-    k, n = op.attrs.int("k"), shape[axis]
-    order = _Order(None, et, op.attrs.bool("largest", True))
+    axis = normalize_axis(op.axis, len(shape))
+    k, n = op.k, shape[axis]
+    order = _Order(None, et, op.largest)
     kb = KernelBuilder(name, [x_t], [values_t, indices_t], op.name, ["x", "values", "indices"])
     order.kb = kb
     kept = [d for d in range(len(shape)) if d != axis]
@@ -203,8 +203,8 @@ def lower_reverse_sequence(op: GraphOp, name: str) -> func.FuncOp:
     x_t, lens_t = (o.type for o in op.operands)
     kb = KernelBuilder(name, [x_t, lens_t], [x_t], op.name, ["x", "seq_lens", "out"])
     shape = x_t.get_shape()
-    batch = normalize_axis(op.attrs.int("batch_axis", 1), len(shape))
-    time = normalize_axis(op.attrs.int("time_axis", 0), len(shape))
+    batch = normalize_axis(op.batch_axis, len(shape))
+    time = normalize_axis(op.time_axis, len(shape))
     steps = shape[time]
     with kb.loops(_names("d", len(shape)), shape) as ivs:
         length = kb.imin(kb.imax(_index_at(kb, kb.inputs[1], lens_t.element_type, [ivs[batch]]), 0), steps)

@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
 from dlc.dialects.graph import _slice_params
-from dlc.dialects.graph_base import GraphOp, normalize_axis
+from dlc.dialects.graph_base import GraphOp, normalize_axis, or_default
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import Index, KernelBuilder
 from dlc.lowering.kernels.elementwise import broadcast_indices
@@ -73,7 +73,7 @@ def lower_reshape(op: GraphOp, name: str) -> func.FuncOp:
 @kernel("graph.transpose")
 def lower_transpose(op: GraphOp, name: str) -> func.FuncOp:
     kb, in_shape, out_shape = _single_kernel(op, name)
-    perm = op.attrs.ints("perm", tuple(reversed(range(len(in_shape)))))
+    perm = or_default(op.perm, tuple(reversed(range(len(in_shape)))))
     with kb.loops(_names(len(out_shape)), out_shape) as ivs:
         src: list[Index] = [0] * len(in_shape)
         for i, p in enumerate(perm):
@@ -108,9 +108,9 @@ def lower_slice(op: GraphOp, name: str) -> func.FuncOp:
 def lower_pad(op: GraphOp, name: str) -> func.FuncOp:
     kb, in_shape, out_shape = _single_kernel(op, name)
     rank = len(in_shape)
-    pads = op.attrs.ints("pads")
+    pads = op.pads
     before, after = pads[:rank], pads[rank:]
-    mode = op.attrs.str("mode", "constant")
+    mode = op.mode
     et = op.results[0].type.element_type
     with kb.loops(_names(rank), out_shape) as ivs:
         src: list[Index] = []
@@ -149,7 +149,7 @@ def _pad_value(op: GraphOp):
 
     from dlc.dialects.graph_base import numpy_dtype
 
-    value = op.attrs.float("value", 0.0)
+    value = op.value
     return np.asarray(value).astype(numpy_dtype(op.results[0].type.element_type)).item()
 
 
@@ -170,7 +170,7 @@ def lower_concat(op: GraphOp, name: str) -> func.FuncOp:
     in_types = [o.type for o in op.operands]
     out_type = op.results[0].type
     kb = KernelBuilder(name, in_types, [out_type], op.name)
-    axis = normalize_axis(op.attrs.int("axis"), out_type.get_num_dims())
+    axis = normalize_axis(op.axis, out_type.get_num_dims())
     offset = 0
     for buf, t in zip(kb.inputs, in_types):
         shape = t.get_shape()
@@ -187,7 +187,7 @@ def lower_split(op: GraphOp, name: str) -> func.FuncOp:
     x = op.operands[0].type
     out_types = [r.type for r in op.results]
     kb = KernelBuilder(name, [x], out_types, op.name)
-    axis = normalize_axis(op.attrs.int("axis", 0), x.get_num_dims())
+    axis = normalize_axis(op.axis, x.get_num_dims())
     offset = 0
     for buf, t in zip(kb.outputs, out_types):
         shape = t.get_shape()
@@ -205,7 +205,7 @@ def lower_gather(op: GraphOp, name: str) -> func.FuncOp:
     out = op.results[0].type
     kb = KernelBuilder(name, [data, indices], [out], op.name, ["data", "indices", "out"])
     d_shape, i_shape = data.get_shape(), indices.get_shape()
-    axis = normalize_axis(op.attrs.int("axis", 0), len(d_shape))
+    axis = normalize_axis(op.axis, len(d_shape))
     n = d_shape[axis]
     with kb.loops(_names(out.get_num_dims()), out.get_shape()) as ivs:
         idx_ivs = ivs[axis: axis + len(i_shape)]

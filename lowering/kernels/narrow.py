@@ -262,8 +262,8 @@ def lower_narrow_cast(op: GraphOp, name: str) -> func.FuncOp:
 
     src = op.operands[0].type.element_type
     dst = op.results[0].type.element_type
-    saturate = op.attrs.bool("saturate", True)
-    round_mode = op.attrs.str("round_mode", "up")
+    saturate = op.saturate
+    round_mode = op.round_mode
     return elementwise_kernel(
         op, name, lambda kb, x: convert_narrow(kb, x, src, dst, saturate, round_mode)
     )

@@ -36,7 +36,7 @@ def lower_reduce(op: GraphOp, name: str) -> func.FuncOp:
     et = out_t.element_type
     shape = x_t.get_shape()
     axes = _reduce_axes(op.attrs, len(shape))
-    keep = op.attrs.bool("keepdims")
+    keep = op.keepdims
     kept = [d for d in range(len(shape)) if d not in axes]
     kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
     combine = {
@@ -70,9 +70,9 @@ def lower_arg_reduce(op: GraphOp, name: str) -> func.FuncOp:
     x_t, out_t = op.operands[0].type, op.results[0].type
     et, it = x_t.element_type, out_t.element_type
     shape = x_t.get_shape()
-    axis = normalize_axis(op.attrs.int("axis", 0), len(shape))
-    keep = op.attrs.bool("keepdims")
-    last = op.attrs.bool("select_last_index")
+    axis = normalize_axis(op.axis, len(shape))
+    keep = op.keepdims
+    last = op.select_last_index
     better = ("gt" if op.name == "graph.argmax" else "lt")
     if last:
         better = better[0] + "e"

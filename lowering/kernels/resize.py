@@ -62,9 +62,9 @@ def lower_resize(op: GraphOp, name: str) -> func.FuncOp:
     et = out_t.element_type
     in_shape, out_shape = x_t.get_shape(), out_t.get_shape()
     a = op.attrs
-    mode = a.str("mode", "nearest")
-    coord_mode = a.str("coordinate_transformation_mode", "half_pixel")
-    nearest_mode = a.str("nearest_mode", "round_prefer_floor")
+    mode = a.mode
+    coord_mode = a.coordinate_transformation_mode
+    nearest_mode = a.nearest_mode
     resized = [d for d, (i, o) in enumerate(zip(in_shape, out_shape)) if i != o or d >= 2]
     kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
     with kb.loops([f"d{k}" for k in range(len(out_shape))], out_shape) as ivs:

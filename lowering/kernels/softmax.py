@@ -30,7 +30,7 @@ def lower_softmax(op: GraphOp, name: str) -> func.FuncOp:
     et = out_t.element_type
     shape = x_t.get_shape()
     rank = len(shape)
-    axis = normalize_axis(op.attrs.int("axis", -1), rank)
+    axis = normalize_axis(op.axis, rank)
     rows = [d for d in range(rank) if d != axis]
     kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
     scratch_t = MemRefType(storage_type(et), [shape[d] for d in rows])

@@ -32,7 +32,7 @@ from xdsl.dialects.builtin import f64, i64
 from xdsl.ir import Attribute, SSAValue
 
 from dlc.dialects.graph import col2im_blocks, deform_conv_extras, deform_conv_window
-from dlc.dialects.graph_base import GraphOp
+from dlc.dialects.graph_base import GraphOp, or_default
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import Index, KernelBuilder
 
@@ -144,8 +144,8 @@ def lower_grid_sample(op: GraphOp, name: str) -> func.FuncOp:
     out_t = op.results[0].type
     et, gt = out_t.element_type, grid_t.element_type
     a = op.attrs
-    mode, padding = a.str("mode", "linear"), a.str("padding_mode", "zeros")
-    align = a.bool("align_corners")
+    mode, padding = a.mode, a.padding_mode
+    align = a.align_corners
     xs, os_ = x_t.get_shape(), out_t.get_shape()
     dims = xs[2:]
     r = len(dims)
@@ -230,8 +230,8 @@ def lower_dft(op: GraphOp, name: str) -> func.FuncOp:
     a = op.attrs
     xs, os_ = x_t.get_shape(), out_t.get_shape()
     rank = len(xs)
-    axis = a.int("axis") % rank
-    length, inverse, onesided = a.int("length"), a.bool("inverse"), a.bool("onesided")
+    axis = a.axis % rank
+    length, inverse, onesided = a.length, a.inverse, a.onesided
     half_spectrum = inverse and onesided  # irfft: Hermitian input, real output
     used = min(xs[axis], length // 2 + 1 if half_spectrum else length)
     complex_in, complex_out = xs[-1] == 2, os_[-1] == 2
@@ -313,10 +313,10 @@ def lower_col2im(op: GraphOp, name: str) -> func.FuncOp:
     x_t, out_t = op.operands[0].type, op.results[0].type
     et = out_t.element_type
     a = op.attrs
-    image, block = a.ints("image_shape"), a.ints("block_shape")
+    image, block = a.image_shape, a.block_shape
     r = len(image)
-    strides, dilations = a.ints("strides", [1] * r), a.ints("dilations", [1] * r)
-    pads = a.ints("pads", [0] * (2 * r))
+    strides, dilations = or_default(a.strides, [1] * r), or_default(a.dilations, [1] * r)
+    pads = or_default(a.pads, [0] * (2 * r))
     blocks = col2im_blocks(image, block, strides, dilations, pads)
     os_ = out_t.get_shape()
     kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
@@ -363,11 +363,11 @@ def lower_roi_align(op: GraphOp, name: str) -> func.FuncOp:
     out_t = op.results[0].type
     et, rt, it = out_t.element_type, rois_t.element_type, ids_t.element_type
     a = op.attrs
-    oh, ow = a.int("output_height", 1), a.int("output_width", 1)
-    ratio, max_samples = a.int("sampling_ratio", 0), a.int("max_samples", 0)
-    scale = a.float("spatial_scale", 1.0)
-    half_pixel = a.str("coordinate_transformation_mode", "half_pixel") == "half_pixel"
-    is_max = a.str("mode", "avg") == "max"
+    oh, ow = a.output_height, a.output_width
+    ratio, max_samples = a.sampling_ratio, a.max_samples
+    scale = a.spatial_scale
+    half_pixel = a.coordinate_transformation_mode == "half_pixel"
+    is_max = a.mode == "max"
     n_img, channels, height, width = x_t.get_shape()
     kb = KernelBuilder(name, [x_t, rois_t, ids_t], [out_t], op.name, ["x", "rois", "ids", "out"])
     with kb.loops(["r", "c", "ph", "pw"], [out_t.get_shape()[0], channels, oh, ow]) as (r, c, ph, pw):
@@ -464,7 +464,7 @@ def lower_deform_conv2d(op: GraphOp, name: str) -> func.FuncOp:
     out_t = op.results[0].type
     et = out_t.element_type
     (sh, sw), (dh, dw), (pt, pl, _, _) = deform_conv_window(op.attrs)
-    groups, ogroups = op.attrs.int("groups", 1), op.attrs.int("offset_groups", 1)
+    groups, ogroups = op.groups, op.offset_groups
     n_, c_, h, wd = x_t.get_shape()
     oc, cpg, kh, kw = w_t.get_shape()
     _, _, oh, ow = out_t.get_shape()

@@ -16,7 +16,6 @@ from xdsl.dialects.builtin import TensorType, f32, i1, i32
 from xdsl.ir import Block
 
 from dlc.dialects import graph as g
-from dlc.dialects.graph_base import Attrs
 from dlc.dialects.traits import Composite, Elementwise, FusionAnchor, LayoutFree, WidenF16
 from dlc.lowering.kernels.elementwise import elementwise_kernel, scalar_compute
 
@@ -121,13 +120,19 @@ def test_every_elementwise_op_has_a_scalar_body(name):
 
 
 def test_no_op_without_the_trait_has_a_scalar_body():
-    # scalar_compute dispatches on the name (and reads the operand type, attributes)
+    # scalar_compute dispatches on the op name before it reads operands or attributes
     operand = SimpleNamespace(type=TensorType(f32, [2]))
-    with_body = {
-        op.name for op in g.GRAPH_OPS
-        if scalar_compute(SimpleNamespace(name=op.name, operands=[operand] * 3, attrs=Attrs({}))) is not None
-    }
-    assert with_body == holding(Elementwise)
+    with_body = []
+    for op in g.GRAPH_OPS:
+        if op.has_trait(Elementwise):
+            continue
+        try:
+            body = scalar_compute(SimpleNamespace(name=op.name, operands=[operand] * 3))
+        except AttributeError:  # it went on to read the op's attributes: it has a body
+            body = "a body"
+        if body is not None:
+            with_body.append(op.name)
+    assert with_body == []
 
 
 def test_traits_compare_by_value():

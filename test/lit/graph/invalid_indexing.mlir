@@ -98,6 +98,15 @@ func.func @f(%x: tensor<2x7xf32>) {
 
 // -----
 
+// A declared attribute of the wrong kind fails even where inference never reads it.
+func.func @f(%x: tensor<2x7xf32>) {
+  // expected-error @+1 {{graph.top_k: attribute 'sorted' must be an integer like 1 : i64, got "yes"}}
+  %0, %1 = graph.top_k %x {k = 2 : i64, sorted = "yes"} : (tensor<2x7xf32>) -> (tensor<2x2xf32>, tensor<2x2xi64>)
+  func.return
+}
+
+// -----
+
 func.func @f(%x: tensor<4x3xf32>, %l: tensor<4xi64>) {
   // expected-error @+1 {{graph.reverse_sequence: seq_lens shape [4] must be [3] (the batch extent)}}
   %0 = graph.reverse_sequence %x, %l : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<4x3xf32>
