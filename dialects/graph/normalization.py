@@ -117,6 +117,7 @@ class LayerNormOp(GraphOp):
 
 
 class _SoftmaxBase(GraphOp):
+    axis = IntAttribute(default=-1)
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -145,7 +146,6 @@ class SoftmaxOp(_SoftmaxBase):
     """
 
     name = "graph.softmax"
-    axis = IntAttribute(default=-1)
     traits = traits_def(Composite(decompose.softmax))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
@@ -162,7 +162,6 @@ class LogSoftmaxOp(_SoftmaxBase):
     """
 
     name = "graph.log_softmax"
-    axis = IntAttribute(default=-1)
     traits = traits_def(Composite(decompose.log_softmax))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:

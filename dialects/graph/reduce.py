@@ -110,6 +110,9 @@ ReduceProdOp = _reduce("reduce_prod", lambda x, a, k: _acc(x).prod(axis=a, keepd
 
 
 class _ArgReduceOp(GraphOp):
+    axis = IntAttribute(default=0)
+    keepdims = BoolAttribute()
+    select_last_index = BoolAttribute()
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -147,9 +150,6 @@ class ArgMaxOp(_ArgReduceOp):
     """
 
     name = "graph.argmax"
-    axis = IntAttribute(default=0)
-    keepdims = BoolAttribute()
-    select_last_index = BoolAttribute()
 
     def reference(self, x):
         return self._arg(x, np.argmax)
@@ -165,9 +165,6 @@ class ArgMinOp(_ArgReduceOp):
     """
 
     name = "graph.argmin"
-    axis = IntAttribute(default=0)
-    keepdims = BoolAttribute()
-    select_last_index = BoolAttribute()
 
     def reference(self, x):
         return self._arg(x, np.argmin)

@@ -11,6 +11,7 @@ from xdsl.ir import Block
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 
+import dlc.frontends.te  # noqa: F401  (graph.custom's "te" language, as the tools load it)
 from dlc.context import make_context
 from dlc.dialects.graph_base import numpy_dtype, tensor_type_of
 
