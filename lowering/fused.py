@@ -25,7 +25,9 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr
 from xdsl.ir import Operation, SSAValue
 
+from dlc.diagnostics import op_error
 from dlc.dialects.graph_base import GraphOp
+from dlc.dialects.traits import Elementwise
 from dlc.lowering.kernels import generate, generator_for
 from dlc.lowering.kernels.builder import Epilogue, epilogue
 from dlc.lowering.kernels.elementwise import broadcast_indices, scalar_compute
@@ -68,7 +70,7 @@ def check_group(group: Sequence[GraphOp]) -> str | None:
     out_type = anchor.results[0].type
     previous = anchor.results[0]
     for op in group[1:]:
-        if scalar_compute(op) is None:
+        if not op.has_trait(Elementwise):
             return f"'{op.name}' is not an elementwise op that can be fused"
         if previous not in op.operands:
             return f"'{op.name}' does not read the previous op of its group"
@@ -102,7 +104,10 @@ def fused_kernel(group: Sequence[GraphOp], name: str, options=None) -> func.Func
     previous = anchor.results[0]
     for op in chain:
         refs = [None if v is previous else extras.index(v) for v in op.operands]
-        steps.append((scalar_compute(op), refs))
+        compute = scalar_compute(op)
+        if compute is None:  # the op declares Elementwise but the kernels lack its body
+            raise op_error(op, f"'{op.name}' is Elementwise but lowering/kernels has no scalar body for it")
+        steps.append((compute, refs))
         previous = op.results[0]
     extra_shapes = [list(v.type.get_shape()) for v in extras]
 

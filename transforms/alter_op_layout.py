@@ -11,11 +11,11 @@ TVM's x86 conv2d_NCHWc strategy. In every graph function:
   3-channel image is not padded to 16); spatial padding becomes an explicit
   ``graph.pad`` of the blocked input (TVM's data_pad), so the conv kernel's
   register tile has no bounds checks;
-* the blocked layout propagates through the ops that do not care about it:
-  elementwise unary ops that map 0 to a finite value (relu, clip, sigmoid,
-  ...), and add/sub/mul/max/min whose operands are blocked values of the
-  same shape, scalars, or per-channel constants (``[C,1,1]``/``[1,C,1,1]``:
-  re-laid out to ``[1,C/b,1,1,b]`` with zero padding);
+* the blocked layout propagates through the ops that do not care about it (those
+  declaring ``LayoutFree``, ``dialects/traits.py``): elementwise unary ops that map 0
+  to a finite value (relu, clip, sigmoid, ...), and add/sub/mul/max/min whose
+  operands are blocked values of the same shape, scalars, or per-channel constants
+  (``[C,1,1]``/``[1,C,1,1]``: re-laid out to ``[1,C/b,1,1,b]`` with zero padding);
 * pools carry it: ``max_pool2d``/``avg_pool2d`` (NCHW) of a blocked value become
   ``max_pool2d_nchwc``/``avg_pool2d_nchwc``; legalize's global pools (reduce_mean /
   reduce_max over H and W, keepdims) become those pools with an H x W window, and
@@ -52,19 +52,16 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from dlc.dialects import graph as g
 from dlc.dialects.graph import _reduce_axes
 from dlc.dialects.graph_base import GraphOp, is_float, normalize_axis
+from dlc.dialects.traits import LayoutFree
 from dlc.transforms.fold_constant import FoldConstantOps, _weight_names
 from dlc.weights import store_of
 
-# f(0) is finite for these, so padded (zero) channels stay finite
-LAYOUT_FREE_UNARY = ("graph.relu", "graph.clip", "graph.leaky_relu", "graph.sigmoid", "graph.tanh",
-                     "graph.hard_sigmoid", "graph.elu", "graph.abs", "graph.neg")
-# 0 op 0 is finite for these (not div, pow, mod: 0/0 would poison the next conv)
-LAYOUT_FREE_BINARY = ("graph.add", "graph.sub", "graph.mul", "graph.max", "graph.min")
-# over H and W only (legalize's global pools): a padded channel's sum/mean/max/min is 0
-SPATIAL_REDUCTIONS = ("graph.reduce_mean", "graph.reduce_max", "graph.reduce_sum", "graph.reduce_min")
-BLOCKED_POOLS = {"graph.max_pool2d": g.MaxPool2DNCHWcOp, "graph.avg_pool2d": g.AvgPool2DNCHWcOp}
-# legalize's global pools: a blocked pool whose window is all of H x W (same sums, same order)
-GLOBAL_POOLS = {"graph.reduce_max": g.MaxPool2DNCHWcOp, "graph.reduce_mean": g.AvgPool2DNCHWcOp}
+_OP_CLASSES = {op.name: op for op in g.GRAPH_OPS}
+
+
+def _blocked_class(trait: LayoutFree) -> type[GraphOp]:
+    """The op class named by ``LayoutFree(blocked=...)``."""
+    return _OP_CLASSES[trait.blocked]
 
 
 def _shape(value: SSAValue) -> tuple[int, ...]:
@@ -93,16 +90,18 @@ class _FunctionRewrite:
 
     def run(self) -> None:
         for op in list(self.fn.body.block.ops):
+            free = op.get_trait(LayoutFree)
             if _convertible_conv(op):
                 self._convert_conv(op)
-            elif op.name in LAYOUT_FREE_UNARY + LAYOUT_FREE_BINARY:
+            elif free is None:
+                if isinstance(op, g.ConcatOp):
+                    self._convert_concat(op)
+            elif isinstance(op, g.ReduceOp):
+                self._convert_spatial_reduction(op, free)
+            elif free.blocked is not None:
+                self._convert_pool(op, free)
+            else:
                 self._convert_elementwise(op)
-            elif isinstance(op, (g.MaxPool2DOp, g.AvgPool2DOp)):
-                self._convert_pool(op)
-            elif op.name in SPATIAL_REDUCTIONS:
-                self._convert_spatial_reduction(op)
-            elif isinstance(op, g.ConcatOp):
-                self._convert_concat(op)
         self._restore_plain_uses()
         for op in reversed(self.converted):
             Rewriter.erase_op(op)
@@ -166,27 +165,28 @@ class _FunctionRewrite:
         attrs = {k: v for k, v in op.attributes.items() if "." not in k}
         self._replace(op, type(op).make(*operands, **attrs))
 
-    def _convert_pool(self, op: GraphOp) -> None:
-        """A pool of a blocked value pools each channel of its block: max/avg_pool2d_nchwc."""
+    def _convert_pool(self, op: GraphOp, free: LayoutFree) -> None:
+        """A pool of a blocked value pools each channel of its block: its ``_nchwc`` twin."""
         x = op.operands[0]
         if x not in self.blocked or op.layout != "NCHW":
             return
         if not is_float(op.results[0].type.element_type):
             return
         attrs = {k: v for k, v in op.attributes.items() if "." not in k and k != "layout"}
-        self._replace(op, BLOCKED_POOLS[op.name].make(self.blocked[x], **attrs))
+        self._replace(op, _blocked_class(free).make(self.blocked[x], **attrs))
 
-    def _convert_spatial_reduction(self, op: GraphOp) -> None:
+    def _convert_spatial_reduction(self, op: GraphOp, free: LayoutFree) -> None:
         """A reduction over H and W (keepdims) of a blocked value, [N, C/b, 1, 1, b]: for
-        mean and max a blocked pool with an H x W window, else the same reduction over
-        axes 2, 3 of the blocked tensor."""
+        mean and max (``LayoutFree(blocked=pool)``) a blocked pool with an H x W window
+        (same sums, same order), else the same reduction over axes 2, 3 of the blocked
+        tensor. A padded channel's sum/mean/max/min is 0."""
         x = op.operands[0]
         if x not in self.blocked or not op.keepdims:
             return
         if len(_shape(x)) != 4 or _reduce_axes(op.attrs, 4) != (2, 3):
             return
-        if op.name in GLOBAL_POOLS:  # a window over all of H x W: the pool kernel's vectors
-            pool = GLOBAL_POOLS[op.name].make(self.blocked[x], kernel=list(_shape(x)[2:]))
+        if free.blocked is not None:  # a window over all of H x W: the pool kernel's vectors
+            pool = _blocked_class(free).make(self.blocked[x], kernel=list(_shape(x)[2:]))
             self._replace(op, pool)
             return
         attrs = {k: v for k, v in op.attributes.items() if "." not in k and k != "axes"}

@@ -10,8 +10,9 @@ group when
 * the op's result has the producer's type (same shape and element type: the
   chain is computed in the producer's output loop, in place).
 
-Fusable producers: conv2d, matmul (``dense=false`` leaves those two alone),
-max/avg pools, reductions (sum, mean, max, min, prod) and elementwise ops, so
+Fusable producers are the ops declaring ``FusionAnchor`` (conv2d, matmul and
+conv2d_nchwc with ``dense``: ``dense=false`` leaves those alone; max/avg pools,
+reductions) and elementwise ops (``Elementwise``, see ``dialects/traits.py``), so
 ``conv2d -> add(bias) -> relu`` and ``sub -> exp`` become one group each, and
 injective chains are fused together. The chain's other operands (a bias, a
 residual) may come from anywhere before the group's last op.
@@ -41,17 +42,18 @@ from xdsl.passes import ModulePass
 from dlc.dialects import graph as g
 from dlc.dialects.graph import _reduce_axes
 from dlc.dialects.graph_base import GraphOp, is_float
+from dlc.dialects.traits import Elementwise, FusionAnchor
 from dlc.lowering.fused import GROUP_ATTR
-from dlc.lowering.kernels.elementwise import scalar_compute
-
-DENSE_PRODUCERS = ("graph.conv2d", "graph.matmul", "graph.conv2d_nchwc")
-OTHER_PRODUCERS = ("graph.max_pool2d", "graph.avg_pool2d", "graph.reduce_sum", "graph.reduce_mean",
-                   "graph.reduce_max", "graph.reduce_min", "graph.reduce_prod",
-                   "graph.max_pool2d_nchwc", "graph.avg_pool2d_nchwc")
 
 
 def is_elementwise(op: Operation) -> bool:
-    return isinstance(op, GraphOp) and len(op.results) == 1 and scalar_compute(op) is not None
+    return isinstance(op, GraphOp) and len(op.results) == 1 and op.has_trait(Elementwise)
+
+
+def is_anchor(op: Operation, dense: bool) -> bool:
+    """Can ``op`` start a group (``dense``: conv2d and matmul too)?"""
+    anchor = op.get_trait(FusionAnchor)
+    return is_elementwise(op) or (anchor is not None and (dense or not anchor.dense))
 
 
 def _only_user(value: SSAValue) -> Operation | None:
@@ -119,7 +121,6 @@ def raise_softmax(fn: func.FuncOp) -> int:
 def fuse_function(fn: func.FuncOp, dense: bool, first_id: int = 0) -> int:
     """Mark the groups of ``fn``; returns the next free group id."""
     raise_softmax(fn)
-    producers = set(OTHER_PRODUCERS) | (set(DENSE_PRODUCERS) if dense else set())
     group_of: dict[Operation, list[Operation]] = {}
     groups: list[list[Operation]] = []
     for op in fn.body.block.ops:
@@ -129,7 +130,7 @@ def fuse_function(fn: func.FuncOp, dense: bool, first_id: int = 0) -> int:
             producer = value.owner
             if not isinstance(producer, GraphOp) or len(producer.results) != 1:
                 continue
-            if not (producer.name in producers or is_elementwise(producer)):
+            if not is_anchor(producer, dense):
                 continue
             if value.type != op.results[0].type or not value.has_one_use():
                 continue

@@ -11,10 +11,11 @@ f32 and round once. This pass rewrites each f16 reduction op as
 it; fold-constant then widens constant weights once, and fuse-ops folds the
 narrowing cast into the kernel's epilogue.
 
-Reduction ops: matmul, conv2d, conv_transpose2d, avg_pool2d, avg_pool3d,
-reduce_sum, reduce_mean, reduce_prod (after legalize: dense, softmax,
-layer_norm, global_avg_pool... have become these). Ops without accumulation
-(max pools, elementwise) keep f16. Runs after legalize.
+Reduction ops are those declaring the ``WidenF16`` trait (``dialects/traits.py``):
+matmul, conv2d, conv_transpose2d, avg_pool2d, avg_pool3d, reduce_sum,
+reduce_mean, reduce_prod (after legalize: dense, softmax, layer_norm,
+global_avg_pool... have become these). Ops without accumulation (max pools,
+elementwise) keep f16. Runs after legalize.
 """
 
 from __future__ import annotations
@@ -28,11 +29,7 @@ from xdsl.pattern_rewriter import PatternRewriter, PatternRewriteWalker, Rewrite
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import GraphOp
-
-WIDENED = (
-    "graph.matmul", "graph.conv2d", "graph.conv_transpose2d", "graph.avg_pool2d",
-    "graph.avg_pool3d", "graph.reduce_sum", "graph.reduce_mean", "graph.reduce_prod",
-)
+from dlc.dialects.traits import WidenF16
 
 
 def _is_f16(value) -> bool:
@@ -41,7 +38,7 @@ def _is_f16(value) -> bool:
 
 class WidenF16Accumulation(RewritePattern):
     def match_and_rewrite(self, op, rewriter: PatternRewriter) -> None:
-        if op.name not in WIDENED or not isinstance(op, GraphOp) or not all(_is_f16(r) for r in op.results):
+        if not isinstance(op, GraphOp) or not op.has_trait(WidenF16) or not all(_is_f16(r) for r in op.results):
             return
         widened = [g.CastOp.make(o, to=f32) if _is_f16(o) else None for o in op.operands]
         operands = [w.results[0] if w is not None else o for w, o in zip(widened, op.operands)]

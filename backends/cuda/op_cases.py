@@ -206,7 +206,7 @@ OP_CASES: list[OpCase] = [
     _c("conv2d_nchwc", g.Conv2DNCHWcOp, [(1, 2, 5, 4, 2), (2, 2, 3, 3, 2, 4)], strides=[1, 2], padding=[1, 1, 0, 1]),
     _c("max_pool2d_nchwc", g.MaxPool2DNCHWcOp, [(1, 2, 7, 5, 4)], kernel=[3, 2], strides=[2, 1], padding=[1, 0, 1, 1]),
     _c("avg_pool2d_nchwc", g.AvgPool2DNCHWcOp, [(1, 1, 5, 7, 3)], kernel=[2, 3], padding=[1, 1, 0, 1], count_include_pad=True),
-    # -- simple-ops work (inverse trig, bitwise, shifts, N-D pools, det)
+    # -- inverse trig, bitwise, shifts, N-D pools, det
     _c("acos", g.AcosOp, [In((7,), values=(-1.0, -0.7, -0.5, 0.0, 0.3, 0.9, 1.0))]),
     _c("asin", g.AsinOp, [In((5,), values=(-0.99, -0.5, 0.1, 0.51, 1.0))]),
     _c("atan", g.AtanOp, [(3, 5)]),

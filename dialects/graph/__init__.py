@@ -16,8 +16,10 @@ Programs are `func.func`s of graph ops. Every op
 Defaults: NCHW data / OIHW kernel layout; ``padding`` is
 ``[top, left, bottom, right]`` (ONNX's begin..., end... order for 2-D).
 
-Ops that ``legalize`` rewrites away (composite ops) are marked
-``COMPOSITE = True``; the rest form the *core set* that ``lower-to-loops`` handles.
+An op's facts that passes ask about are traits (``dlc/dialects/traits.py``):
+``Elementwise``, ``FusionAnchor``, ``WidenF16``, ``LayoutFree``, and ``Composite``
+for the ops that ``legalize`` rewrites away with their decomposition
+(``decompose.py``); the rest form the *core set* that ``lower-to-loops`` handles.
 
 The ops live in one module per family (the shared op machinery is
 ``dlc.dialects.graph_base``); this package re-exports all of them, so
@@ -80,6 +82,7 @@ from dlc.dialects.graph_base import (
     tensor_type,
 )
 from dlc.dialects.graph.common import Types
+from dlc.dialects.traits import is_composite  # noqa: F401  (re-exported: g.is_composite)
 from dlc.dialects.graph.constants import ConstantOp, WeightOp
 from dlc.dialects.graph.elementwise import (
     AbsOp,
@@ -240,6 +243,3 @@ GRAPH_OPS: list[type[GraphOp]] = [op for module in _FAMILIES for op in _ops_defi
 
 Graph = Dialect("graph", GRAPH_OPS + CONTROL_FLOW_OPS, [])
 
-
-def is_composite(op_type: type[GraphOp]) -> bool:
-    return bool(getattr(op_type, "COMPOSITE", False))

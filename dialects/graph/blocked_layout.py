@@ -32,6 +32,7 @@ from dlc.dialects.graph.common import (
 )
 from dlc.dialects.graph.conv import _conv2d_nchw, _conv_out, _window_attrs
 from dlc.dialects.graph.pool import AvgPool2DOp, MaxPool2DOp
+from dlc.dialects.traits import FusionAnchor
 
 
 # Activations in NCHW{b}c ([N, C/b, H, W, b]: b channels contiguous, one
@@ -150,7 +151,7 @@ class Conv2DNCHWcOp(GraphOp):
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionAnchor(dense=True))
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -204,7 +205,7 @@ class _PoolNCHWcOp(GraphOp):
     count_include_pad = BoolAttribute()
     x = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionAnchor())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:

@@ -28,6 +28,7 @@ from dlc.dialects.graph.common import (
     _same_element,
     Types,
 )
+from dlc.dialects.traits import FusionAnchor, WidenF16
 
 
 _DATA_LAYOUTS = ("NCHW", "NHWC")
@@ -91,7 +92,7 @@ class Conv2DOp(GraphOp):
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionAnchor(dense=True), WidenF16())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -172,7 +173,7 @@ class ConvTranspose2DOp(GraphOp):
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), WidenF16())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:

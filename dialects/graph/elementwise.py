@@ -21,6 +21,8 @@ from dlc.dialects.graph_base import (
     tensor_type,
 )
 from dlc.dialects.graph.common import _check_element, _expect_count, _same_element, Types
+from dlc.dialects.graph import decompose
+from dlc.dialects.traits import Composite, Elementwise, LayoutFree
 
 
 class UnaryOp(GraphOp):
@@ -50,10 +52,11 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64)).astype(x.dtype)
 
 
-def _unary(name: str, fn, element: str = "float", doc: str = "") -> type[UnaryOp]:
+def _unary(name: str, fn, element: str = "float", doc: str = "", extra_traits=()) -> type[UnaryOp]:
     op_name = f"graph.{name}"
 
     class _Op(UnaryOp):
+        traits = traits_def(Elementwise(), *extra_traits)
         ELEMENT: ClassVar[str] = element
 
         def compute(self, x: np.ndarray) -> np.ndarray:
@@ -69,17 +72,19 @@ def _unary(name: str, fn, element: str = "float", doc: str = "") -> type[UnaryOp
     return irdl_op_definition(_Op)
 
 
-NegOp = _unary("neg", np.negative, "numeric", "negation -x")
-AbsOp = _unary("abs", np.abs, "numeric", "absolute value")
+NegOp = _unary("neg", np.negative, "numeric", "negation -x", extra_traits=(LayoutFree(),))
+AbsOp = _unary("abs", np.abs, "numeric", "absolute value", extra_traits=(LayoutFree(),))
 SignOp = _unary("sign", np.sign, "numeric", "sign (-1, 0, 1)")
 ExpOp = _unary("exp", np.exp)
 LogOp = _unary("log", np.log, doc="natural logarithm")
 SqrtOp = _unary("sqrt", np.sqrt)
 RsqrtOp = _unary("rsqrt", lambda x: 1.0 / np.sqrt(x), doc="reciprocal square root")
-ReciprocalOp = _unary("reciprocal", lambda x: 1.0 / x, doc="1/x")
-TanhOp = _unary("tanh", np.tanh)
-SigmoidOp = _unary("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), doc="logistic 1/(1+exp(-x))")
-ReluOp = _unary("relu", lambda x: np.maximum(x, 0), "numeric", "max(x, 0)")
+ReciprocalOp = _unary("reciprocal", lambda x: 1.0 / x, doc="1/x",
+                      extra_traits=(Composite(decompose.reciprocal),))
+TanhOp = _unary("tanh", np.tanh, extra_traits=(LayoutFree(),))
+SigmoidOp = _unary("sigmoid", lambda x: 1.0 / (1.0 + np.exp(-x)), doc="logistic 1/(1+exp(-x))",
+                   extra_traits=(LayoutFree(),))
+ReluOp = _unary("relu", lambda x: np.maximum(x, 0), "numeric", "max(x, 0)", extra_traits=(LayoutFree(),))
 ErfOp = _unary("erf", _erf, doc="Gauss error function")
 FloorOp = _unary("floor", np.floor)
 CeilOp = _unary("ceil", np.ceil)
@@ -87,11 +92,9 @@ RoundOp = _unary("round", np.round, doc="round half to even")
 SinOp = _unary("sin", np.sin)
 CosOp = _unary("cos", np.cos)
 # logaddexp(0, x) == log(1 + exp(x)) without overflow for large x.
-SoftplusOp = _unary("softplus", lambda x: np.logaddexp(0, x), doc="log(1+exp(x))")
+SoftplusOp = _unary("softplus", lambda x: np.logaddexp(0, x), doc="log(1+exp(x))",
+                    extra_traits=(Composite(decompose.softplus),))
 NotOp = _unary("not", np.logical_not, "bool", "logical not")
-# composite: legalize rewrites them (reciprocal -> div, softplus -> exp/log)
-ReciprocalOp.COMPOSITE = True
-SoftplusOp.COMPOSITE = True
 
 
 @irdl_op_definition
@@ -106,7 +109,7 @@ class GeluOp(UnaryOp):
 
     name = "graph.gelu"
     approximate = EnumAttribute("none", "tanh", message="attribute 'approximate' must be \"none\" or \"tanh\"")
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.gelu))
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         if self.approximate == "tanh":
@@ -124,6 +127,7 @@ class ClipOp(UnaryOp):
     ```
     """
 
+    traits = traits_def(Elementwise(), LayoutFree())
     name = "graph.clip"
     min = FloatAttribute(default=-math.inf)
     max = FloatAttribute(default=math.inf)
@@ -149,6 +153,7 @@ class LeakyReluOp(UnaryOp):
     ```
     """
 
+    traits = traits_def(Elementwise(), LayoutFree())
     name = "graph.leaky_relu"
     alpha = FloatAttribute(default=0.01)
 
@@ -168,7 +173,7 @@ class EluOp(UnaryOp):
 
     name = "graph.elu"
     alpha = FloatAttribute(default=1.0)
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.elu), LayoutFree())
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         alpha = self.alpha
@@ -187,7 +192,7 @@ class HardSigmoidOp(UnaryOp):
     name = "graph.hard_sigmoid"
     alpha = FloatAttribute(default=0.2)
     beta = FloatAttribute(default=0.5)
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.hard_sigmoid), LayoutFree())
 
     def compute(self, x: np.ndarray) -> np.ndarray:
         alpha = self.alpha
@@ -244,10 +249,12 @@ def _fmod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.fmod(a, b)
 
 
-def _binary(name: str, fn, element: str = "numeric", result_bool: bool = False, doc: str = ""):
+def _binary(name: str, fn, element: str = "numeric", result_bool: bool = False, doc: str = "",
+            extra_traits=()):
     op_name = f"graph.{name}"
 
     class _Op(BinaryOp):
+        traits = traits_def(Elementwise(), *extra_traits)
         ELEMENT: ClassVar[str] = element
         RESULT_BOOL: ClassVar[bool] = result_bool
 
@@ -266,14 +273,14 @@ def _binary(name: str, fn, element: str = "numeric", result_bool: bool = False, 
     return irdl_op_definition(_Op)
 
 
-AddOp = _binary("add", np.add, doc="a + b")
-SubOp = _binary("sub", np.subtract, doc="a - b")
-MulOp = _binary("mul", np.multiply, doc="a * b")
+AddOp = _binary("add", np.add, doc="a + b", extra_traits=(LayoutFree(),))
+SubOp = _binary("sub", np.subtract, doc="a - b", extra_traits=(LayoutFree(),))
+MulOp = _binary("mul", np.multiply, doc="a * b", extra_traits=(LayoutFree(),))
 DivOp = _binary("div", _int_div, doc="a / b (integers truncate toward zero)")
 PowOp = _binary("pow", _int_pow, doc="a ** b")
 ModOp = _binary("mod", _fmod, doc="remainder with the sign of a (C fmod)")
-MaxOp = _binary("max", np.maximum, doc="elementwise maximum")
-MinOp = _binary("min", np.minimum, doc="elementwise minimum")
+MaxOp = _binary("max", np.maximum, doc="elementwise maximum", extra_traits=(LayoutFree(),))
+MinOp = _binary("min", np.minimum, doc="elementwise minimum", extra_traits=(LayoutFree(),))
 EqualOp = _binary("equal", np.equal, "any", True, "a == b")
 NotEqualOp = _binary("not_equal", np.not_equal, "any", True, "a != b")
 LessOp = _binary("less", np.less, "numeric", True, "a < b")
@@ -299,7 +306,7 @@ class WhereOp(GraphOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), Elementwise())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:

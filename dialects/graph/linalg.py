@@ -19,6 +19,8 @@ from dlc.dialects.graph.common import (
     _same_element,
     Types,
 )
+from dlc.dialects.graph import decompose
+from dlc.dialects.traits import Composite, FusionAnchor, WidenF16
 
 
 @irdl_op_definition
@@ -35,7 +37,7 @@ class MatmulOp(GraphOp):
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionAnchor(dense=True), WidenF16())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -82,8 +84,7 @@ class DenseOp(GraphOp):
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Pure(), Composite(decompose.dense))
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:

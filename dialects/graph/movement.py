@@ -34,6 +34,8 @@ from dlc.dialects.graph_base import (
     tensor_type,
 )
 from dlc.dialects.graph.common import _contiguous, _expect_count, _same_element, Types
+from dlc.dialects.graph import decompose
+from dlc.dialects.traits import Composite
 
 
 class _MoveOp(GraphOp):
@@ -148,7 +150,7 @@ class SqueezeOp(_MoveOp):
 
     name = "graph.squeeze"
     axes = IntsAttribute(optional=True)  # default: every dim of extent 1
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.to_reshape))
 
     @classmethod
     def out_shape(cls, shape, attrs):
@@ -177,7 +179,7 @@ class UnsqueezeOp(_MoveOp):
 
     name = "graph.unsqueeze"
     axes = IntsAttribute()
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.to_reshape))
 
     @classmethod
     def out_shape(cls, shape, attrs):

@@ -25,6 +25,8 @@ from dlc.dialects.graph.common import (
     _same_element,
     Types,
 )
+from dlc.dialects.graph import decompose
+from dlc.dialects.traits import Composite
 
 
 @irdl_op_definition
@@ -46,8 +48,7 @@ class BatchNormOp(GraphOp):
     mean = operand_def(TensorType)
     var = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Pure(), Composite(decompose.batch_norm))
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -89,8 +90,7 @@ class LayerNormOp(GraphOp):
     scale = operand_def(TensorType)
     bias = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Pure(), Composite(decompose.layer_norm))
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -146,7 +146,7 @@ class SoftmaxOp(_SoftmaxBase):
     """
 
     name = "graph.softmax"
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.softmax))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [np.exp(self._log_softmax(x)).astype(x.dtype)]
@@ -162,7 +162,7 @@ class LogSoftmaxOp(_SoftmaxBase):
     """
 
     name = "graph.log_softmax"
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.log_softmax))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [self._log_softmax(x).astype(x.dtype)]

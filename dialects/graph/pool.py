@@ -25,12 +25,14 @@ from dlc.dialects.graph_base import (
 )
 from dlc.dialects.graph.common import _check_element, _contiguous, _expect_count, Types
 from dlc.dialects.graph.conv import _DATA_LAYOUTS, _from_nchw, _nchw, _window_attrs
+from dlc.dialects.graph import decompose
+from dlc.dialects.traits import Composite, FusionAnchor, LayoutFree, WidenF16
 
 
 class _PoolOp(GraphOp):
     x = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionAnchor())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -116,6 +118,7 @@ class MaxPool2DOp(_PoolOp):
     ```
     """
 
+    traits = traits_def(LayoutFree(blocked="graph.max_pool2d_nchwc"))
     name = "graph.max_pool2d"
     # count_include_pad is accepted (and means nothing) so both pools share one attribute set
     kernel = IntsAttribute()
@@ -144,6 +147,7 @@ class AvgPool2DOp(_PoolOp):
     ```
     """
 
+    traits = traits_def(WidenF16(), LayoutFree(blocked="graph.avg_pool2d_nchwc"))
     name = "graph.avg_pool2d"
     kernel = IntsAttribute()
     strides = IntsAttribute(default=(1, 1))
@@ -199,7 +203,7 @@ class GlobalAvgPoolOp(_GlobalPoolOp):
 
     name = "graph.global_avg_pool"
     layout = EnumAttribute(*_DATA_LAYOUTS)
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.global_avg_pool))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [x.mean(axis=self._spatial_axes(x.ndim), keepdims=True, dtype=np.float64).astype(x.dtype)]
@@ -216,7 +220,7 @@ class GlobalMaxPoolOp(_GlobalPoolOp):
 
     name = "graph.global_max_pool"
     layout = EnumAttribute(*_DATA_LAYOUTS)
-    COMPOSITE: ClassVar[bool] = True
+    traits = traits_def(Composite(decompose.global_max_pool))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [x.max(axis=self._spatial_axes(x.ndim), keepdims=True)]
@@ -337,6 +341,7 @@ class MaxPool3DOp(_PoolNdOp):
 
 @irdl_op_definition
 class AvgPool3DOp(_PoolNdOp):
+    traits = traits_def(WidenF16())
     name = "graph.avg_pool3d"
     kernel = IntsAttribute()
     strides = IntsAttribute(default=(1, 1, 1))

@@ -22,6 +22,7 @@ from dlc.dialects.graph_base import (
     tensor_type,
 )
 from dlc.dialects.graph.common import _check_element, _expect_count, Types
+from dlc.dialects.traits import FusionAnchor, LayoutFree, WidenF16
 
 
 def _reduce_axes(attrs: Attrs, rank: int) -> tuple[int, ...]:
@@ -39,7 +40,7 @@ class ReduceOp(GraphOp):
 
     x = operand_def(TensorType)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), FusionAnchor())
     ELEMENT: ClassVar[str] = "numeric"
     NEEDS_ELEMENTS: ClassVar[bool] = False  # max/min of nothing is undefined
 
@@ -70,10 +71,11 @@ def _check_nonempty(shape: Sequence[int], axes: Sequence[int]) -> None:
             raise ShapeError(f"cannot reduce axis {a} of extent 0 (no elements to compare)")
 
 
-def _reduce(name: str, fn, doc: str, needs_elements: bool = False):
+def _reduce(name: str, fn, doc: str, needs_elements: bool = False, extra_traits=()):
     op_name = f"graph.{name}"
 
     class _Op(ReduceOp):
+        traits = traits_def(*extra_traits)
         NEEDS_ELEMENTS: ClassVar[bool] = needs_elements
         axes = IntsAttribute(default=())  # default: every axis
         keepdims = BoolAttribute()
@@ -95,11 +97,16 @@ def _acc(x):
     return x.astype(np.float64) if x.dtype.kind == "f" else x
 
 
-ReduceSumOp = _reduce("reduce_sum", lambda x, a, k: _acc(x).sum(axis=a, keepdims=k), "Sum")
-ReduceMeanOp = _reduce("reduce_mean", lambda x, a, k: _acc(x).mean(axis=a, keepdims=k), "Mean")
-ReduceMaxOp = _reduce("reduce_max", lambda x, a, k: x.max(axis=a, keepdims=k), "Maximum", True)
-ReduceMinOp = _reduce("reduce_min", lambda x, a, k: x.min(axis=a, keepdims=k), "Minimum", True)
-ReduceProdOp = _reduce("reduce_prod", lambda x, a, k: _acc(x).prod(axis=a, keepdims=k), "Product")
+ReduceSumOp = _reduce("reduce_sum", lambda x, a, k: _acc(x).sum(axis=a, keepdims=k), "Sum",
+                      extra_traits=(WidenF16(), LayoutFree()))
+ReduceMeanOp = _reduce("reduce_mean", lambda x, a, k: _acc(x).mean(axis=a, keepdims=k), "Mean",
+                       extra_traits=(WidenF16(), LayoutFree(blocked="graph.avg_pool2d_nchwc")))
+ReduceMaxOp = _reduce("reduce_max", lambda x, a, k: x.max(axis=a, keepdims=k), "Maximum", True,
+                      extra_traits=(LayoutFree(blocked="graph.max_pool2d_nchwc"),))
+ReduceMinOp = _reduce("reduce_min", lambda x, a, k: x.min(axis=a, keepdims=k), "Minimum", True,
+                      extra_traits=(LayoutFree(),))
+ReduceProdOp = _reduce("reduce_prod", lambda x, a, k: _acc(x).prod(axis=a, keepdims=k), "Product",
+                       extra_traits=(WidenF16(),))
 
 
 class _ArgReduceOp(GraphOp):

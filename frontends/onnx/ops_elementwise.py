@@ -1,5 +1,5 @@
-"""Converters for ONNX elementwise ops: math, comparisons, logic, activations,
-Cast, Clip, Where and the variadic Min/Max/Sum/Mean."""
+"""Converters for ONNX elementwise ops: math, comparisons, logic, bitwise ops
+and BitShift, activations, Cast, Clip, Where and the variadic Min/Max/Sum/Mean."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ UNARY = {
     "Sigmoid": g.SigmoidOp, "Relu": g.ReluOp, "Erf": g.ErfOp, "Floor": g.FloorOp,
     "Ceil": g.CeilOp, "Round": g.RoundOp, "Sin": g.SinOp, "Cos": g.CosOp,
     "Softplus": g.SoftplusOp, "Not": g.NotOp,
+    "Acos": g.AcosOp, "Asin": g.AsinOp, "Atan": g.AtanOp, "BitwiseNot": g.BitwiseNotOp,
 }
 
 BINARY = {
@@ -24,6 +25,7 @@ BINARY = {
     "Equal": g.EqualOp, "Less": g.LessOp, "LessOrEqual": g.LessEqualOp,
     "Greater": g.GreaterOp, "GreaterOrEqual": g.GreaterEqualOp,
     "And": g.AndOp, "Or": g.OrOp, "Xor": g.XorOp,
+    "BitwiseAnd": g.BitwiseAndOp, "BitwiseOr": g.BitwiseOrOp, "BitwiseXor": g.BitwiseXorOp,
 }
 
 VARIADIC = {"Max": g.MaxOp, "Min": g.MinOp, "Sum": g.AddOp, "Mean": g.AddOp}
@@ -50,6 +52,17 @@ def convert_variadic(node: Node, ctx: ImportContext):
     if node.op_type == "Mean" and len(inputs) > 1:
         acc = ctx.emit(g.DivOp, acc, ctx.constant(len(inputs), like=acc))
     return [acc]
+
+
+@converts("BitShift")
+def convert_bit_shift(node: Node, ctx: ImportContext):
+    x, count = node.input(0), node.input(1)
+    if x.dtype.kind not in "iu":
+        raise ctx.error(f"BitShift takes integer tensors, got {x.dtype}")
+    direction = node.required("direction")
+    if direction not in ("LEFT", "RIGHT"):
+        raise ctx.error(f"direction must be LEFT or RIGHT, got '{direction}'")
+    return [ctx.emit(g.ShiftLeftOp if direction == "LEFT" else g.ShiftRightOp, x, count)]
 
 
 @converts("Pow")

@@ -1,5 +1,6 @@
 """Converters for ONNX neural-network ops: Conv/ConvTranspose, pooling, Gemm/
-MatMul/Einsum, normalizations, Softmax/LogSoftmax/Hardmax, LRN.
+MatMul/Einsum/Det, normalizations, Softmax/LogSoftmax/Hardmax, LRN (3-D
+convolutions and N-D pools: ops_nn_3d.py).
 
 The graph dialect's convolution and pooling ops are 2-D (NCHW); 1-D ONNX
 variants are expressed by inserting a unit H dim around them."""
@@ -81,8 +82,8 @@ def _add_channel_bias(ctx: ImportContext, y: Tensor, bias: Tensor | None) -> Ten
 @converts("Conv")
 def convert_conv(node: Node, ctx: ImportContext):
     x, w, bias = node.input(0), node.input(1), node.input(2)
-    if x.rank == 5:  # through conv2d per depth tap (the simple-ops work)
-        from dlc.frontends.onnx.ops_simple import convert_conv3d
+    if x.rank == 5:  # through conv2d per depth tap (ops_nn_3d.py)
+        from dlc.frontends.onnx.ops_nn_3d import convert_conv3d
 
         return convert_conv3d(node, ctx)
     spatial = _spatial(node, ctx, x)
@@ -101,7 +102,7 @@ def convert_conv(node: Node, ctx: ImportContext):
 @converts("ConvTranspose")
 def convert_conv_transpose(node: Node, ctx: ImportContext):
     x, w, bias = node.input(0), node.input(1), node.input(2)
-    spatial = 3 if x.rank == 5 else _spatial(node, ctx, x)  # 3-D: the simple-ops work
+    spatial = 3 if x.rank == 5 else _spatial(node, ctx, x)  # 3-D: ops_nn_3d.py
     n = spatial
     kernel = list(node.attr("kernel_shape", w.shape[2:]))
     strides = list(node.attr("strides", [1] * n))
@@ -126,7 +127,7 @@ def convert_conv_transpose(node: Node, ctx: ImportContext):
     elif auto_pad == "VALID":
         pads = [0] * (2 * n)
     if spatial == 3:
-        from dlc.frontends.onnx.ops_simple import conv_transpose3d
+        from dlc.frontends.onnx.ops_nn_3d import conv_transpose3d
 
         return [_add_channel_bias(ctx, conv_transpose3d(node, ctx, x, w, kernel, strides, dilations, pads, out_pad), bias)]
     if spatial == 1:
@@ -148,8 +149,8 @@ def convert_conv_transpose(node: Node, ctx: ImportContext):
 @converts("MaxPool", "AveragePool")
 def convert_pool(node: Node, ctx: ImportContext):
     x = node.input(0)
-    if node.num_outputs > 1 or x.rank == 5:  # N-D ops of the simple-ops work
-        from dlc.frontends.onnx.ops_simple import convert_pool_nd
+    if node.num_outputs > 1 or x.rank == 5:  # N-D pool ops (ops_nn_3d.py)
+        from dlc.frontends.onnx.ops_nn_3d import convert_pool_nd
 
         return convert_pool_nd(node, ctx)
     spatial = _spatial(node, ctx, x)
@@ -175,7 +176,7 @@ def convert_lp_pool(node: Node, ctx: ImportContext):
     # counting padding (zeros) times the window size
     x = node.input(0)
     p = float(node.attr("p", 2))
-    spatial = 3 if x.rank == 5 else _spatial(node, ctx, x)  # 3-D: avg_pool3d (simple-ops work)
+    spatial = 3 if x.rank == 5 else _spatial(node, ctx, x)  # 3-D: avg_pool3d
     kernel = list(node.required("kernel_shape"))
     strides, dilations, pads = _window(node, ctx, x.shape[2:], kernel)
     powered = ctx.emit(g.PowOp, ctx.emit(g.AbsOp, x), ctx.constant(p, like=x))
@@ -228,6 +229,11 @@ def convert_lrn(node: Node, ctx: ImportContext):
 @converts("MatMul")
 def convert_matmul(node: Node, ctx: ImportContext):
     return [ctx.emit(g.MatmulOp, node.input(0), node.input(1))]
+
+
+@converts("Det")
+def convert_det(node: Node, ctx: ImportContext):
+    return [ctx.emit(g.DetOp, node.input(0))]
 
 
 @converts("Gemm")

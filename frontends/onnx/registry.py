@@ -16,8 +16,8 @@ CONVERTERS: Registry[Callable] = Registry(
     "ONNX converter",
     modules=[
         f"dlc.frontends.onnx.{name}"
-        for name in ("ops_elementwise", "ops_indexing", "ops_loss", "ops_nn", "ops_reduce",
-                     "ops_shape", "ops_spatial", "ops_simple", "rnn", "control_flow")
+        for name in ("ops_elementwise", "ops_indexing", "ops_loss", "ops_nn", "ops_quantized",
+                     "ops_reduce", "ops_shape", "ops_spatial", "rnn", "control_flow")
     ],
 )
 converts = CONVERTERS.register

@@ -20,8 +20,8 @@ KERNELS: Registry[KernelGenerator] = Registry(
     "kernel generator",
     modules=[
         f"dlc.lowering.kernels.{name}"
-        for name in ("conv", "conv_nchwc", "elementwise", "indexing", "matmul", "movement",
-                     "nchwc_ops", "pool", "reduce", "resize", "simple", "softmax", "spatial")
+        for name in ("conv", "conv_nchwc", "det", "elementwise", "indexing", "matmul", "movement",
+                     "nchwc_ops", "pool", "reduce", "resize", "softmax", "spatial")
     ],
 )
 generator_for = KERNELS.lookup

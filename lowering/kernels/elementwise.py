@@ -1,5 +1,6 @@
-"""Elementwise kernels: unary math, binary ops with numpy broadcasting, where,
-cast and the parametrized activations (clip, leaky_relu, elu, hard_sigmoid).
+"""Elementwise kernels: unary math, binary ops with numpy broadcasting, bitwise
+ops and shifts, where, cast and the parametrized activations (clip,
+leaky_relu, elu, hard_sigmoid).
 
 One loop per output dim (``%d0, %d1, ...``); an operand dim of size 1 that is
 broadcast is indexed with 0.
@@ -16,8 +17,7 @@ from xdsl.ir import Attribute, SSAValue
 
 from dlc.dialects.graph_base import GraphOp, is_float, is_narrow, is_unsigned, numpy_dtype
 from dlc.lowering.kernels import kernel
-from dlc.lowering.kernels.builder import Index, KernelBuilder
-from dlc.lowering.kernels.simple import SIMPLE_BINARY, SIMPLE_UNARY
+from dlc.lowering.kernels.builder import Index, KernelBuilder, storage_type
 
 
 def broadcast_indices(ivs: Sequence[Index], in_shape: Sequence[int], out_shape: Sequence[int]) -> list[Index]:
@@ -101,6 +101,37 @@ def _not(kb, x, et):
     return kb.emit(arith.XOrIOp(x, kb.const(True, et)))
 
 
+# bitwise ops and shifts, with ONNX semantics (integer tensors)
+
+
+def bitwise_not(kb: KernelBuilder, x: SSAValue, et: Attribute) -> SSAValue:
+    return kb.emit(arith.XOrIOp(x, kb.const(-1, et)))
+
+
+def _count_out_of_range(kb: KernelBuilder, count: SSAValue, et: Attribute) -> SSAValue:
+    # an unsigned compare also catches negative counts (they are huge unsigned)
+    width = storage_type(et).width.data
+    return kb.emit(arith.CmpiOp(count, kb.const(width, et), "uge"))
+
+
+def shift_left(kb: KernelBuilder, a: SSAValue, count: SSAValue, et: Attribute) -> SSAValue:
+    # LLVM's shl is poison for count >= width: shift by 0 there, then select 0
+    out_of_range = _count_out_of_range(kb, count, et)
+    safe = kb.select(out_of_range, kb.const(0, et), count)
+    return kb.select(out_of_range, kb.const(0, et), kb.emit(arith.ShLIOp(a, safe)))
+
+
+def shift_right(kb: KernelBuilder, a: SSAValue, count: SSAValue, et: Attribute) -> SSAValue:
+    out_of_range = _count_out_of_range(kb, count, et)
+    if is_unsigned(et):
+        safe = kb.select(out_of_range, kb.const(0, et), count)
+        return kb.select(out_of_range, kb.const(0, et), kb.emit(arith.ShRUIOp(a, safe)))
+    # signed: an out-of-range count fills with the sign bit, i.e. a >> (width - 1)
+    width = storage_type(et).width.data
+    safe = kb.select(out_of_range, kb.const(width - 1, et), count)
+    return kb.emit(arith.ShRSIOp(a, safe))
+
+
 UNARY: dict[str, Callable[[KernelBuilder, SSAValue, Attribute], SSAValue]] = {
     "graph.neg": _neg,
     "graph.abs": _abs,
@@ -124,7 +155,7 @@ UNARY: dict[str, Callable[[KernelBuilder, SSAValue, Attribute], SSAValue]] = {
     "graph.atan": _float_math(xmath.AtanOp),
     "graph.softplus": _softplus,
     "graph.not": _not,
-    **SIMPLE_UNARY,
+    "graph.bitwise_not": bitwise_not,
 }
 
 
@@ -249,7 +280,11 @@ BINARY: dict[str, Callable[..., SSAValue]] = {
     "graph.and": lambda kb, a, b, et: kb.emit(arith.AndIOp(a, b)),
     "graph.or": lambda kb, a, b, et: kb.emit(arith.OrIOp(a, b)),
     "graph.xor": lambda kb, a, b, et: kb.emit(arith.XOrIOp(a, b)),
-    **SIMPLE_BINARY,
+    "graph.bitwise_and": lambda kb, a, b, et: kb.emit(arith.AndIOp(a, b)),
+    "graph.bitwise_or": lambda kb, a, b, et: kb.emit(arith.OrIOp(a, b)),
+    "graph.bitwise_xor": lambda kb, a, b, et: kb.emit(arith.XOrIOp(a, b)),
+    "graph.shift_left": shift_left,
+    "graph.shift_right": shift_right,
 }
 
 

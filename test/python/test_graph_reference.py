@@ -247,7 +247,8 @@ CASES = [
      ("RoiAlign", {"output_height": 2, "output_width": 3, "sampling_ratio": 2}, (), 16)),
     ("deform_conv2d", g.DeformConv2DOp, [rand(1, 2, 4, 5), rand(3, 2, 2, 2), rand(1, 8, 3, 4)], {},
      ("DeformConv", {}, (), 19)),
-    # -- simple-ops work (more in test_simple_ops.py)
+    # -- trig, bitwise and shift ops, 3-D pools, det (more in test_bitwise_and_trig_ops.py,
+    # test_pool_nd_and_conv3d.py, test_det_and_integer_linalg.py)
     ("acos", g.AcosOp, [rand(3, 1, 5, low=-1, high=1)], {}, ("Acos", {}, (), 18)),
     ("asin", g.AsinOp, [rand(7, low=-1, high=1)], {}, ("Asin", {}, (), 18)),
     ("atan", g.AtanOp, [rand(2, 3)], {}, ("Atan", {}, (), 18)),
@@ -266,7 +267,7 @@ CASES = [
     ("max_pool_with_indices", g.MaxPoolWithIndicesOp, [rand(1, 3, 5, 7)], {"kernel": [2, 3], "strides": [1, 2]},
      ("MaxPool", {"kernel_shape": [2, 3], "strides": [1, 2]}, (), 18)),
     ("det", g.DetOp, [rand(3, 5, 5)], {}, ("Det", {}, (), 22)),
-    # -- blocked layouts (alter-op-layout work; more in test_alter_op_layout.py)
+    # -- blocked layouts (built by alter-op-layout; more in test_alter_op_layout.py)
     ("layout_transform", g.LayoutTransformOp, [rand(2, 20, 3, 5)], {"src": "NCHW", "dst": "NCHW16c"},
      lambda x: np.pad(x, ((0, 0), (0, 12), (0, 0), (0, 0))).reshape(2, 2, 16, 3, 5).transpose(0, 1, 3, 4, 2)),
     ("conv2d_nchwc", g.Conv2DNCHWcOp, [rand(1, 2, 7, 6, 4), rand(3, 2, 3, 3, 4, 2)], {"strides": [2, 1], "padding": [1, 0, 1, 2]},

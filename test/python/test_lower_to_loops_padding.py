@@ -100,7 +100,7 @@ def test_padded_pool_and_conv_on_a_single_pixel():
 from dlc.lowering.schedule import Schedule  # noqa: E402
 from dlc.lowering.schedule.annotate import vectorize_problem  # noqa: E402
 from dlc.lowering.schedule.core import loop_name  # noqa: E402
-from test_perf_gemm import check_against_evaluator, conv_src, kernel_of, loop_module, schedule_dense  # noqa: E402
+from test_dense_schedules import check_against_evaluator, conv_src, kernel_of, loop_module, schedule_dense  # noqa: E402
 
 
 def _scheduled_conv(x_shape, w_shape, stride=1, pad=1):

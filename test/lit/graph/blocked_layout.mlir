@@ -1,4 +1,4 @@
-// Round trips of the blocked-layout ops (alter-op-layout work): layout_transform
+// Round trips of the blocked-layout ops (built by alter-op-layout): layout_transform
 // both ways and for weights, conv2d_nchwc; custom -> print -> parse -> print and
 // custom -> generic -> custom are exact.
 // RUN: dlc-opt %s | dlc-opt | filecheck %s

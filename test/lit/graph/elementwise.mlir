@@ -1,5 +1,6 @@
-// Round trips of the elementwise ops (unary, cast, binary with broadcasting, where):
-// custom -> print -> parse -> print, and custom -> generic -> custom, are exact.
+// Round trips of the elementwise ops (unary with inverse trig, cast, binary with
+// broadcasting, bitwise and shifts, where): custom -> print -> parse -> print, and
+// custom -> generic -> custom, are exact.
 // RUN: dlc-opt %s | dlc-opt | filecheck %s
 // RUN: dlc-opt --generic %s | dlc-opt | filecheck %s
 
@@ -110,5 +111,35 @@ func.func @binary(%a: tensor<3x1x5xf32>, %b: tensor<7x1xf32>, %s: tensor<f32>, %
   %15 = graph.or %p, %q : (tensor<2x3xi1>, tensor<1xi1>) -> tensor<2x3xi1>
   %16 = graph.xor %p, %q : (tensor<2x3xi1>, tensor<1xi1>) -> tensor<2x3xi1>
   %17 = graph.where %q, %a, %b : (tensor<1xi1>, tensor<3x1x5xf32>, tensor<7x1xf32>) -> tensor<3x7x5xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @trig(%x: tensor<3x1x5xf32>, %h: tensor<4xf16>, %d: tensor<7xf64>) {
+// CHECK-NEXT:  %0 = graph.acos %x : (tensor<3x1x5xf32>) -> tensor<3x1x5xf32>
+// CHECK-NEXT:  %1 = graph.asin %h : (tensor<4xf16>) -> tensor<4xf16>
+// CHECK-NEXT:  %2 = graph.atan %d : (tensor<7xf64>) -> tensor<7xf64>
+// CHECK-NEXT:  func.return
+func.func @trig(%x: tensor<3x1x5xf32>, %h: tensor<4xf16>, %d: tensor<7xf64>) {
+  %0 = graph.acos %x : (tensor<3x1x5xf32>) -> tensor<3x1x5xf32>
+  %1 = graph.asin %h : (tensor<4xf16>) -> tensor<4xf16>
+  %2 = graph.atan %d : (tensor<7xf64>) -> tensor<7xf64>
+  func.return
+}
+
+// CHECK-LABEL: func.func @bitwise(%a: tensor<2x3xi32>, %b: tensor<3xi32>, %u: tensor<5xui8>, %v: tensor<1xui8>, %l: tensor<7xi64>) {
+// CHECK-NEXT:  %0 = graph.bitwise_not %a : (tensor<2x3xi32>) -> tensor<2x3xi32>
+// CHECK-NEXT:  %1 = graph.bitwise_and %a, %b : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+// CHECK-NEXT:  %2 = graph.bitwise_or %u, %v : (tensor<5xui8>, tensor<1xui8>) -> tensor<5xui8>
+// CHECK-NEXT:  %3 = graph.bitwise_xor %l, %l : (tensor<7xi64>, tensor<7xi64>) -> tensor<7xi64>
+// CHECK-NEXT:  %4 = graph.shift_left %a, %b : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+// CHECK-NEXT:  %5 = graph.shift_right %u, %v : (tensor<5xui8>, tensor<1xui8>) -> tensor<5xui8>
+// CHECK-NEXT:  func.return
+func.func @bitwise(%a: tensor<2x3xi32>, %b: tensor<3xi32>, %u: tensor<5xui8>, %v: tensor<1xui8>, %l: tensor<7xi64>) {
+  %0 = graph.bitwise_not %a : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  %1 = graph.bitwise_and %a, %b : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  %2 = graph.bitwise_or %u, %v : (tensor<5xui8>, tensor<1xui8>) -> tensor<5xui8>
+  %3 = graph.bitwise_xor %l, %l : (tensor<7xi64>, tensor<7xi64>) -> tensor<7xi64>
+  %4 = graph.shift_left %a, %b : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  %5 = graph.shift_right %u, %v : (tensor<5xui8>, tensor<1xui8>) -> tensor<5xui8>
   func.return
 }

@@ -166,3 +166,35 @@ func.func @f(%x: tensor<4xf32>) {
   %0 = "graph.neg"(%x, %x) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   func.return
 }
+
+// -----
+
+func.func @f(%x: tensor<4xi32>) {
+  // expected-error @+1 {{graph.acos: operand element type i32 is not float}}
+  %0 = graph.acos %x : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error @+1 {{graph.bitwise_not: operand element type f32 is not int}}
+  %0 = graph.bitwise_not %x : (tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%a: tensor<4xi32>, %b: tensor<4xi64>) {
+  // expected-error @+1 {{graph.shift_left: operands must have the same element type, got i32, i64}}
+  %0 = graph.shift_left %a, %b : (tensor<4xi32>, tensor<4xi64>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @f(%a: tensor<4xi1>, %b: tensor<4xi1>) {
+  // expected-error @+1 {{graph.bitwise_and: operand element type i1 is not int}}
+  %0 = graph.bitwise_and %a, %b : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
+  func.return
+}

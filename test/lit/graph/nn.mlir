@@ -1,5 +1,6 @@
-// Round trips of the neural-network ops (matmul, dense, conv, pooling, normalization,
-// softmax): custom -> print -> parse -> print, and custom -> generic -> custom, are exact.
+// Round trips of the neural-network ops (matmul, dense, det, conv, 2-D and N-D pooling,
+// normalization, softmax): custom -> print -> parse -> print, and custom -> generic ->
+// custom, are exact.
 // RUN: dlc-opt %s | dlc-opt | filecheck %s
 // RUN: dlc-opt --generic %s | dlc-opt | filecheck %s
 
@@ -74,5 +75,29 @@ func.func @norm(%x: tensor<2x3x5x7xf32>, %c: tensor<3xf32>, %l: tensor<2x5x7xf32
   %2 = graph.layer_norm %l, %g2, %g {axis = 1 : i64, epsilon = 1.0e-05 : f32} : (tensor<2x5x7xf32>, tensor<5x7xf32>, tensor<7xf32>) -> tensor<2x5x7xf32>
   %3 = graph.softmax %l : (tensor<2x5x7xf32>) -> tensor<2x5x7xf32>
   %4 = graph.log_softmax %l {axis = 0 : i64} : (tensor<2x5x7xf32>) -> tensor<2x5x7xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @pools(%x: tensor<1x3x5x6x7xf32>, %y: tensor<2x1x7xf32>, %i: tensor<1x2x5x5xi32>) {
+// CHECK-NEXT:  %0 = graph.max_pool3d %x {kernel = array<i64: 2, 2, 2>, strides = array<i64: 2, 2, 2>} : (tensor<1x3x5x6x7xf32>) -> tensor<1x3x2x3x3xf32>
+// CHECK-NEXT:  %1 = graph.avg_pool3d %x {kernel = array<i64: 3, 3, 3>, padding = array<i64: 1, 1, 1, 1, 1, 1>, count_include_pad = true, ceil_mode = true} : (tensor<1x3x5x6x7xf32>) -> tensor<1x3x5x6x7xf32>
+// CHECK-NEXT:  %2, %3 = graph.max_pool_with_indices %y {kernel = array<i64: 3>, dilations = array<i64: 2>} : (tensor<2x1x7xf32>) -> (tensor<2x1x3xf32>, tensor<2x1x3xi64>)
+// CHECK-NEXT:  %4, %5 = graph.max_pool_with_indices %i {kernel = array<i64: 2, 2>, storage_order = 1 : i64} : (tensor<1x2x5x5xi32>) -> (tensor<1x2x4x4xi32>, tensor<1x2x4x4xi64>)
+// CHECK-NEXT:  func.return
+func.func @pools(%x: tensor<1x3x5x6x7xf32>, %y: tensor<2x1x7xf32>, %i: tensor<1x2x5x5xi32>) {
+  %0 = graph.max_pool3d %x {kernel = array<i64: 2, 2, 2>, strides = array<i64: 2, 2, 2>} : (tensor<1x3x5x6x7xf32>) -> tensor<1x3x2x3x3xf32>
+  %1 = graph.avg_pool3d %x {kernel = array<i64: 3, 3, 3>, padding = array<i64: 1, 1, 1, 1, 1, 1>, count_include_pad = true, ceil_mode = true} : (tensor<1x3x5x6x7xf32>) -> tensor<1x3x5x6x7xf32>
+  %2, %3 = graph.max_pool_with_indices %y {kernel = array<i64: 3>, dilations = array<i64: 2>} : (tensor<2x1x7xf32>) -> (tensor<2x1x3xf32>, tensor<2x1x3xi64>)
+  %4, %5 = graph.max_pool_with_indices %i {kernel = array<i64: 2, 2>, storage_order = 1 : i64} : (tensor<1x2x5x5xi32>) -> (tensor<1x2x4x4xi32>, tensor<1x2x4x4xi64>)
+  func.return
+}
+
+// CHECK-LABEL: func.func @det(%x: tensor<3x3xf32>, %y: tensor<2x1x4x4xf64>) {
+// CHECK-NEXT:  %0 = graph.det %x : (tensor<3x3xf32>) -> tensor<f32>
+// CHECK-NEXT:  %1 = graph.det %y : (tensor<2x1x4x4xf64>) -> tensor<2x1xf64>
+// CHECK-NEXT:  func.return
+func.func @det(%x: tensor<3x3xf32>, %y: tensor<2x1x4x4xf64>) {
+  %0 = graph.det %x : (tensor<3x3xf32>) -> tensor<f32>
+  %1 = graph.det %y : (tensor<2x1x4x4xf64>) -> tensor<2x1xf64>
   func.return
 }

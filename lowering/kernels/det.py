@@ -1,65 +1,17 @@
-"""Scalar computations of the simple-ops work: bitwise ops and shifts with
-ONNX semantics, plus the batched determinant kernel.
-
-The bitwise/shift functions are ``fn(kb, a, b, et)`` entries that
-``elementwise.py`` adds to its UNARY/BINARY tables, so these ops get the
-shared broadcasting kernel and take part in fuse-ops like any other
-elementwise op.
-"""
+"""The batched determinant kernel (graph.det): Gaussian elimination with
+partial pivoting in f64 per matrix."""
 
 from __future__ import annotations
 
 from xdsl.dialects import arith, func, memref
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import IndexType, f64, i64
-from xdsl.ir import Attribute, SSAValue
 
-from dlc.dialects.graph_base import GraphOp, is_unsigned
+from dlc.dialects.graph_base import GraphOp
 from dlc.lowering.kernels import kernel
-from dlc.lowering.kernels.builder import KernelBuilder, storage_type
+from dlc.lowering.kernels.builder import KernelBuilder
 
 INDEX = IndexType()
-
-
-def bitwise_not(kb: KernelBuilder, x: SSAValue, et: Attribute) -> SSAValue:
-    return kb.emit(arith.XOrIOp(x, kb.const(-1, et)))
-
-
-def _count_out_of_range(kb: KernelBuilder, count: SSAValue, et: Attribute) -> SSAValue:
-    # an unsigned compare also catches negative counts (they are huge unsigned)
-    width = storage_type(et).width.data
-    return kb.emit(arith.CmpiOp(count, kb.const(width, et), "uge"))
-
-
-def shift_left(kb: KernelBuilder, a: SSAValue, count: SSAValue, et: Attribute) -> SSAValue:
-    # LLVM's shl is poison for count >= width: shift by 0 there, then select 0
-    out_of_range = _count_out_of_range(kb, count, et)
-    safe = kb.select(out_of_range, kb.const(0, et), count)
-    return kb.select(out_of_range, kb.const(0, et), kb.emit(arith.ShLIOp(a, safe)))
-
-
-def shift_right(kb: KernelBuilder, a: SSAValue, count: SSAValue, et: Attribute) -> SSAValue:
-    out_of_range = _count_out_of_range(kb, count, et)
-    if is_unsigned(et):
-        safe = kb.select(out_of_range, kb.const(0, et), count)
-        return kb.select(out_of_range, kb.const(0, et), kb.emit(arith.ShRUIOp(a, safe)))
-    # signed: an out-of-range count fills with the sign bit, i.e. a >> (width - 1)
-    width = storage_type(et).width.data
-    safe = kb.select(out_of_range, kb.const(width - 1, et), count)
-    return kb.emit(arith.ShRSIOp(a, safe))
-
-
-SIMPLE_UNARY = {"graph.bitwise_not": bitwise_not}
-SIMPLE_BINARY = {
-    "graph.bitwise_and": lambda kb, a, b, et: kb.emit(arith.AndIOp(a, b)),
-    "graph.bitwise_or": lambda kb, a, b, et: kb.emit(arith.OrIOp(a, b)),
-    "graph.bitwise_xor": lambda kb, a, b, et: kb.emit(arith.XOrIOp(a, b)),
-    "graph.shift_left": shift_left,
-    "graph.shift_right": shift_right,
-}
-
-
-# -- determinant ------------------------------------------------------------------
 
 
 @kernel("graph.det")

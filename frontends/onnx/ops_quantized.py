@@ -1,0 +1,97 @@
+"""Converters for ONNX's integer and quantized linear algebra: MatMulInteger,
+QLinearMatMul, ConvInteger and QLinearConv, written with graph ops exactly as
+onnx's reference computes them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dlc.dialects import graph as g
+from dlc.dialects.graph_base import element_type_of
+from dlc.frontends.onnx.importer import ImportContext, Node
+from dlc.frontends.onnx.registry import converts
+
+
+# Operands widened to i32 minus their zero points, an i32 product, then (QLinearMatMul)
+# requantized in f64, which is what numpy's int32 * float promotion gives.
+
+
+def _minus_zero_point(ctx: ImportContext, x, zero_point, channel_axis: int | None = None):
+    from dlc.frontends.onnx.ops_shape import reshape
+
+    wide = _cast(ctx, x, np.int32)
+    if zero_point is None:
+        return wide
+    zp = _cast(ctx, zero_point, np.int32)
+    if channel_axis is not None and zp.rank == 1 and zp.shape[0] > 1:  # per output channel
+        zp = reshape(ctx, zp, [zp.shape[0]] + [1] * (x.rank - 1 - channel_axis))
+    return ctx.emit(g.SubOp, wide, zp)
+
+
+@converts("QLinearMatMul")
+def convert_qlinear_matmul(node: Node, ctx: ImportContext):
+    a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp = (node.input(i) for i in range(8))
+    product = ctx.emit(g.MatmulOp, _minus_zero_point(ctx, a, a_zp), _minus_zero_point(ctx, b, b_zp))
+    # the scale ratio in the scales' own type, as the reference computes it
+    ratio = ctx.emit(g.DivOp, ctx.emit(g.MulOp, a_scale, b_scale), y_scale)
+    scaled = ctx.emit(g.MulOp, _cast(ctx, product, np.float64), _cast(ctx, ratio, np.float64))
+    out_type = (a if y_zp is None else y_zp).dtype
+    if y_zp is not None:
+        scaled = ctx.emit(g.AddOp, scaled, _cast(ctx, y_zp, np.float64))
+    info = np.iinfo(out_type)
+    clipped = ctx.emit(g.ClipOp, ctx.emit(g.RoundOp, scaled), min=float(info.min), max=float(info.max))
+    return [_cast(ctx, clipped, out_type)]
+
+
+@converts("MatMulInteger")
+def convert_matmul_integer(node: Node, ctx: ImportContext):
+    a, b, a_zp, b_zp = (node.input(i) for i in range(4))
+    return [ctx.emit(g.MatmulOp, _minus_zero_point(ctx, a, a_zp), _minus_zero_point(ctx, b, b_zp))]
+
+
+def _integer_conv(node: Node, ctx: ImportContext, x, x_zp, w, w_zp):
+    """conv2d (1-D through a unit dim) of the i32 operands minus their zero points."""
+    from dlc.frontends.onnx.ops_nn import _as_2d, _from_2d, _spatial, _to_2d, _window
+
+    spatial = _spatial(node, ctx, x)
+    xs = _minus_zero_point(ctx, x, x_zp)
+    ws = _minus_zero_point(ctx, w, w_zp, channel_axis=0)
+    kernel = list(node.attr("kernel_shape", w.shape[2:]))
+    strides, dilations, pads = _window(node, ctx, x.shape[2:], kernel)
+    if spatial == 1:
+        xs, ws = _as_2d(ctx, xs), _as_2d(ctx, ws)
+        strides, dilations, pads = _to_2d(strides, 1), _to_2d(dilations, 1), _to_2d(pads, 0)
+    y = ctx.emit(g.Conv2DOp, xs, ws, strides=strides, dilations=dilations, padding=pads,
+                 groups=int(node.attr("group", 1)))
+    return _from_2d(ctx, y) if spatial == 1 else y
+
+
+@converts("ConvInteger")
+def convert_conv_integer(node: Node, ctx: ImportContext):
+    return [_integer_conv(node, ctx, node.input(0), node.input(2), node.input(1), node.input(3))]
+
+
+@converts("QLinearConv")
+def convert_qlinear_conv(node: Node, ctx: ImportContext):
+    from dlc.frontends.onnx.ops_shape import reshape
+
+    x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias = (node.input(i) for i in range(9))
+    y = _integer_conv(node, ctx, x, x_zp, w, w_zp)
+    if bias is not None:
+        y = ctx.emit(g.AddOp, y, reshape(ctx, _cast(ctx, bias, np.int32), [bias.shape[0], 1, 1][: y.rank - 1]))
+    if w_scale.rank == 1 and w_scale.shape[0] > 1:  # per output channel
+        w_scale = reshape(ctx, w_scale, [w_scale.shape[0]] + [1] * (y.rank - 2))
+    ratio = ctx.emit(g.DivOp, ctx.emit(g.MulOp, x_scale, w_scale), y_scale)
+    scaled = ctx.emit(g.MulOp, _cast(ctx, y, np.float64), _cast(ctx, ratio, np.float64))
+    out_type = (x if y_zp is None else y_zp).dtype
+    if y_zp is not None:
+        scaled = ctx.emit(g.AddOp, scaled, _cast(ctx, y_zp, np.float64))
+    info = np.iinfo(out_type)
+    clipped = ctx.emit(g.ClipOp, scaled, min=float(info.min), max=float(info.max))
+    return [_cast(ctx, ctx.emit(g.RoundOp, clipped), out_type)]
+
+
+def _cast(ctx: ImportContext, x, dtype):
+    if x.dtype == np.dtype(dtype):
+        return x
+    return ctx.emit(g.CastOp, x, to=element_type_of(np.dtype(dtype)))
