@@ -1,4 +1,4 @@
-"""What the conv2d tests share (test_perf_conv.py, test_conv_grouped.py,
+"""What the conv2d tests share (test_conv_flat_schedule.py, test_conv_grouped.py,
 test_conv_flat_overheads.py, test_kernel_forms.py): graph sources, lowering with the
 CPU kernel forms, the conv kernel of a module, a check against the evaluator."""
 
