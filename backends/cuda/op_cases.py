@@ -21,6 +21,7 @@ from xdsl.ir import Block, Region
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import numpy_dtype, tensor_type
+from dlc.dialects.traits import Elementwise
 
 i8 = IntegerType(8)
 ui8 = IntegerType(8, Signedness.UNSIGNED)
@@ -226,6 +227,22 @@ OP_CASES: list[OpCase] = [
     _c("resize_linear_align", g.ResizeOp, [(1, 2, 3, 5)], sizes=[1, 2, 7, 9], mode="linear",
        coordinate_transformation_mode="align_corners"),
 ]
+
+
+def _default_unary_cases(explicit: list[OpCase]) -> list[OpCase]:
+    """One case on an odd f32 shape for each unary elementwise op without an
+    explicit case: the op's class and traits say all such a case needs, so a new
+    activation is covered without an entry here (ops with a restricted domain,
+    like log, or several lowerings, like relu, keep their own cases above)."""
+    covered = {case.op for case in explicit}
+    return [
+        _c(op.name.removeprefix("graph."), op, [(3, 7)])
+        for op in g.GRAPH_OPS
+        if op not in covered and issubclass(op, g.UnaryOp) and op.has_trait(Elementwise) and op.ELEMENT != "bool"
+    ]
+
+
+OP_CASES += _default_unary_cases(OP_CASES)
 
 
 def covered_op_names() -> set[str]:

@@ -94,6 +94,8 @@ CosOp = _unary("cos", np.cos)
 # logaddexp(0, x) == log(1 + exp(x)) without overflow for large x.
 SoftplusOp = _unary("softplus", lambda x: np.logaddexp(0, x), doc="log(1+exp(x))",
                     extra_traits=(Composite(decompose.softplus),))
+SoftsignOp = _unary("softsign", lambda x: x / (1 + np.abs(x)), doc="x / (1 + |x|)",
+                    extra_traits=(LayoutFree(),))
 NotOp = _unary("not", np.logical_not, "bool", "logical not")
 
 

@@ -16,7 +16,7 @@ UNARY = {
     "Sqrt": g.SqrtOp, "Reciprocal": g.ReciprocalOp, "Tanh": g.TanhOp,
     "Sigmoid": g.SigmoidOp, "Relu": g.ReluOp, "Erf": g.ErfOp, "Floor": g.FloorOp,
     "Ceil": g.CeilOp, "Round": g.RoundOp, "Sin": g.SinOp, "Cos": g.CosOp,
-    "Softplus": g.SoftplusOp, "Not": g.NotOp,
+    "Softplus": g.SoftplusOp, "Softsign": g.SoftsignOp, "Not": g.NotOp,
     "Acos": g.AcosOp, "Asin": g.AsinOp, "Atan": g.AtanOp, "BitwiseNot": g.BitwiseNotOp,
 }
 
@@ -192,13 +192,6 @@ def convert_hard_sigmoid(node: Node, ctx: ImportContext):
 def convert_hard_swish(node: Node, ctx: ImportContext):
     x = node.input(0)
     return [ctx.emit(g.MulOp, x, ctx.emit(g.HardSigmoidOp, x, alpha=1.0 / 6, beta=0.5))]
-
-
-@converts("Softsign")
-def convert_softsign(node: Node, ctx: ImportContext):
-    x = node.input(0)
-    denom = ctx.emit(g.AddOp, ctx.emit(g.AbsOp, x), ctx.constant(1, like=x))
-    return [ctx.emit(g.DivOp, x, denom)]
 
 
 @converts("ThresholdedRelu")

@@ -97,6 +97,10 @@ def _softplus(kb, x, et):
     return kb.add(kb.max(x, zero, et), tail, et)
 
 
+def _softsign(kb, x, et):
+    return kb.div(x, kb.add(kb.const(1.0, et), kb.emit(xmath.AbsFOp(x)), et), et)
+
+
 def _not(kb, x, et):
     return kb.emit(arith.XOrIOp(x, kb.const(True, et)))
 
@@ -154,6 +158,7 @@ UNARY: dict[str, Callable[[KernelBuilder, SSAValue, Attribute], SSAValue]] = {
     "graph.asin": _float_math(xmath.AsinOp),
     "graph.atan": _float_math(xmath.AtanOp),
     "graph.softplus": _softplus,
+    "graph.softsign": _softsign,
     "graph.not": _not,
     "graph.bitwise_not": bitwise_not,
 }

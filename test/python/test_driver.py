@@ -12,6 +12,7 @@ from xdsl.ir import Block, Region
 from xdsl.parser import Parser
 
 from dlc.context import make_context
+from dlc.dialects import graph as g
 from dlc.dialects.graph_base import tensor_type_of
 from dlc.driver import CompileError, compile
 from dlc.evaluator import evaluate
@@ -175,6 +176,16 @@ def test_graph_op_compiled_matches_evaluator(case):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
         else:
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("shape", [(1,), (13,), (3, 1, 7), (2, 5, 11)])
+def test_softsign_compiled_matches_numpy_on_odd_shapes(shape):
+    # the example op of docs/adding-an-op.md: x / (1 + |x|), against numpy's formula
+    x = (RNG.standard_normal(shape) * 4).astype(np.float32)
+    x.flat[0] = -0.0
+    got = compile(single_op_module(g.SoftsignOp, [x], {}))(x)[0]
+    np.testing.assert_allclose(got, x / (1 + np.abs(x)), rtol=1e-6, atol=0)
+    assert np.signbit(got.flat[0])
 
 
 def test_onnx_model_matches_onnxruntime(tmp_path):

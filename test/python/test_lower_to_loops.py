@@ -99,7 +99,7 @@ def T(*shape, et=f32):
 # -- elementwise -------------------------------------------------------------------
 
 UNARY_FLOAT = ["neg", "abs", "sign", "exp", "tanh", "sigmoid", "relu", "erf", "floor",
-               "ceil", "round", "sin", "cos", "softplus"]
+               "ceil", "round", "sin", "cos", "softplus", "softsign"]
 UNARY_POSITIVE = ["log", "sqrt", "rsqrt", "reciprocal"]
 
 

@@ -143,3 +143,15 @@ func.func @bitwise(%a: tensor<2x3xi32>, %b: tensor<3xi32>, %u: tensor<5xui8>, %v
   %5 = graph.shift_right %u, %v : (tensor<5xui8>, tensor<1xui8>) -> tensor<5xui8>
   func.return
 }
+
+// graph.softsign (x / (1 + |x|)), the example op of docs/adding-an-op.md.
+// CHECK-LABEL: func.func @softsign(%x: tensor<3x1x7xf32>, %h: tensor<5xf16>) {
+// CHECK-NEXT:  %0 = graph.softsign %x : (tensor<3x1x7xf32>) -> tensor<3x1x7xf32>
+// CHECK-NEXT:  %1 = graph.softsign %h : (tensor<5xf16>) -> tensor<5xf16>
+// CHECK-NEXT:  func.return
+// CHECK-NEXT:  }
+func.func @softsign(%x: tensor<3x1x7xf32>, %h: tensor<5xf16>) {
+  %0 = graph.softsign %x : (tensor<3x1x7xf32>) -> tensor<3x1x7xf32>
+  %1 = graph.softsign %h : (tensor<5xf16>) -> tensor<5xf16>
+  func.return
+}

@@ -198,3 +198,19 @@ func.func @f(%a: tensor<4xi1>, %b: tensor<4xi1>) {
   %0 = graph.bitwise_and %a, %b : (tensor<4xi1>, tensor<4xi1>) -> tensor<4xi1>
   func.return
 }
+
+// -----
+
+func.func @f(%x: tensor<4xi32>) {
+  // expected-error @+1 {{graph.softsign: operand element type i32 is not float}}
+  %0 = graph.softsign %x : (tensor<4xi32>) -> tensor<4xi32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: tensor<4xf32>) {
+  // expected-error @+1 {{graph.softsign: result type tensor<4xf16> does not match the inferred type tensor<4xf32>}}
+  %0 = graph.softsign %x : (tensor<4xf32>) -> tensor<4xf16>
+  func.return
+}
