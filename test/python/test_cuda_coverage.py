@@ -24,6 +24,7 @@ from xdsl.parser import Parser
 from dlc.backends.cuda import emit_cuda, emit_ptx
 from dlc.backends.cuda.emulator import emulate
 from dlc.backends.cuda.op_cases import OP_CASES, OpCase, case_inputs, case_module, covered_op_names, max_error
+import dlc.frontends.te  # noqa: F401  (graph.custom cases need the te language, as the tools load it)
 from dlc.context import make_context
 from dlc.dialects.graph import GRAPH_OPS
 from dlc.evaluator import evaluate
