@@ -29,6 +29,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, TensorType
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.traits import ConstantLike
 
 from dlc.dialects.graph import IfOp, LoopOp, ScanOp, YieldOp, is_composite
 from dlc.dialects.graph_base import GraphOp
@@ -83,7 +84,7 @@ def _check_block(block) -> None:
             for region in op.regions:
                 _check_block(region.blocks.first)
             continue
-        if op.name in ("graph.constant", "graph.weight") or generator_for(op.name) is not None:
+        if op.has_trait(ConstantLike) or generator_for(op.name) is not None:
             continue  # composite ops with a kernel (softmax...) lower directly too
         if is_composite(type(op)):
             raise LoweringError(op, f"'{op.name}' is a composite op: run legalize first")

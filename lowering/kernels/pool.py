@@ -22,7 +22,7 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import UnitAttr, f64, i64
 from xdsl.ir import Attribute, SSAValue
 
-from dlc.dialects.graph import _window_attrs
+from dlc.dialects.graph import GlobalMaxPoolOp, _window_attrs
 from dlc.dialects.graph_base import GraphOp, is_float
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import Index, KernelBuilder, lowest
@@ -274,7 +274,7 @@ def lower_avg_pool2d(op: GraphOp, name: str, options: KernelOptions) -> func.Fun
 def lower_global_pool(op: GraphOp, name: str) -> func.FuncOp:
     x_t, out_t = op.operands[0].type, op.results[0].type
     et = out_t.element_type
-    is_max = op.name == "graph.global_max_pool"
+    is_max = isinstance(op, GlobalMaxPoolOp)
     xs = x_t.get_shape()
     rank = len(xs)
     nhwc = op.layout == "NHWC"
