@@ -50,14 +50,7 @@ def _disable_passes(names: set[str]):
     """Skip some optional driver passes (to measure their effect)."""
     import dlc.driver as driver
 
-    original = driver._run_pass
-
-    def run_pass(name, module, required=True):
-        if name in names:
-            return False
-        return original(name, module, required)
-
-    driver._run_pass = run_pass
+    driver.disable_passes(names)
 
 
 def time_alternating(fns: list, runs: int, budget_s: float, block: int = 3,
