@@ -71,8 +71,23 @@ def _from_nchw(shape: Sequence[int], layout: str) -> list[int]:
     return list(shape)
 
 
+class _ConvWindow(GraphOp):
+    """The window attributes every 2-D convolution declares (read by ``_window_attrs``):
+    ``strides`` [2], ``padding`` [top, left, bottom, right], ``dilations`` [2]."""
+
+    strides = IntsAttribute(default=(1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1))
+
+
+class _GroupedConvWindow(_ConvWindow):
+    """The window attributes and ``groups`` (conv2d, conv_transpose2d, deform_conv2d)."""
+
+    groups = IntAttribute(default=1)
+
+
 @irdl_op_definition
-class Conv2DOp(GraphOp):
+class Conv2DOp(_GroupedConvWindow):
     """2-D convolution (cross-correlation). Attributes: ``strides`` [2],
     ``padding`` [top, left, bottom, right], ``dilations`` [2], ``groups``,
     ``data_layout`` (NCHW | NHWC), ``kernel_layout`` (OIHW | HWIO).
@@ -83,10 +98,6 @@ class Conv2DOp(GraphOp):
     """
 
     name = "graph.conv2d"
-    strides = IntsAttribute(default=(1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1))
-    groups = IntAttribute(default=1)
     data_layout = EnumAttribute(*_DATA_LAYOUTS)
     kernel_layout = EnumAttribute(*_KERNEL_LAYOUTS)
     x = operand_def(TensorType)
@@ -155,7 +166,7 @@ def _conv2d_nchw(x, w, strides, pads, dilations, groups) -> np.ndarray:
 
 
 @irdl_op_definition
-class ConvTranspose2DOp(GraphOp):
+class ConvTranspose2DOp(_GroupedConvWindow):
     """2-D transposed convolution, NCHW data, weight ``[C_in, C_out/groups, KH, KW]``.
     Output extent: ``(H-1)*stride - pad_begin - pad_end + dilation*(K-1) + output_padding + 1``.
 
@@ -165,10 +176,6 @@ class ConvTranspose2DOp(GraphOp):
     """
 
     name = "graph.conv_transpose2d"
-    strides = IntsAttribute(default=(1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1))
-    groups = IntAttribute(default=1)
     output_padding = IntsAttribute(default=(0, 0))
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
@@ -229,7 +236,7 @@ class ConvTranspose2DOp(GraphOp):
 
 
 @irdl_op_definition
-class DeformConv2DOp(GraphOp):
+class DeformConv2DOp(_GroupedConvWindow):
     """Deformable 2-D convolution (ONNX DeformConv): each kernel tap (i, j) of
     output (oh, ow) reads x bilinearly (zero outside) at
     ``(oh*sh - pad_top + i*dh + dy, ow*sw - pad_left + j*dw + dx)``, where
@@ -245,10 +252,6 @@ class DeformConv2DOp(GraphOp):
     """
 
     name = "graph.deform_conv2d"
-    strides = IntsAttribute(default=(1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1))
-    groups = IntAttribute(default=1)
     offset_groups = IntAttribute(default=1)
     args = var_operand_def(TensorType)
     out = result_def(TensorType)
