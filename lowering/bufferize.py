@@ -83,6 +83,7 @@ from dlc.dialects.traits import ViewLike
 from dlc.lowering.fused import fused_groups, group_extras
 from dlc.lowering.kernels.builder import memref_of
 from dlc.lowering.memory_plan import Interval, plan
+from dlc.lowering.memref_layout import row_major
 from dlc.weights import WeightStore
 
 # (op, kernel name hint) -> kernel symbol (the kernel cache creates or reuses)
@@ -99,14 +100,6 @@ def _is_view(op) -> bool:
     """Whether ``op``'s result is its operand's row-major data under another
     static shape (it declares ``ViewLike``)."""
     return isinstance(op, Operation) and op.has_trait(ViewLike)
-
-
-def _row_major_strides(shape) -> list[int]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return strides[::-1]
 
 
 @dataclass
@@ -171,7 +164,7 @@ class _BlockEmitter:
         """``source``'s data as a row-major memref of ``t``'s shape (no copy)."""
         shape = list(t.get_shape())
         result = self.value(memref.ReinterpretCastOp(
-            source, [], [], [], [0], shape, _row_major_strides(shape), memref_of(t)))
+            source, [], [], [], [0], shape, row_major(shape), memref_of(t)))
         result.name_hint = "view"
         self.ctx.storage[result] = self.ctx.root(source)
         return result
