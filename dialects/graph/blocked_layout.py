@@ -26,10 +26,9 @@ from dlc.dialects.graph.common import (
     _check_element,
     _contiguous,
     _expect_count,
-    _same_element,
     Types,
 )
-from dlc.dialects.graph.conv import _ConvWindow, _conv2d_nchw, _conv_out, _window_attrs
+from dlc.dialects.graph.conv import _ConvWindow, _conv2d_nchw, _conv_operands, _conv_out, _window_attrs
 from dlc.dialects.graph.pool import _Pool2DWindow, AvgPool2DOp, MaxPool2DOp
 from dlc.dialects.traits import FusionAnchor
 
@@ -151,12 +150,8 @@ class Conv2DNCHWcOp(_ConvWindow):
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
-        _expect_count(operand_types, 2)
-        element = _same_element(operand_types)
-        _check_element(operand_types[0], "float")
-        x, w = (list(t.get_shape()) for t in operand_types)
-        if len(x) != 5 or len(w) != 6:
-            raise ShapeError(f"input must be 5-D (NCHW{{b}}c) and weight 6-D (OIHW{{i}}i{{o}}o), got ranks {len(x)} and {len(w)}")
+        element, x, w = _conv_operands(operand_types, "float", (5, 6),
+                                       "input must be 5-D (NCHW{b}c) and weight 6-D (OIHW{i}i{o}o)")
         n, cb, h, wd, ib = x
         obn, wcb, kh, kw, wib, ob = w
         if (wcb, wib) != (cb, ib):

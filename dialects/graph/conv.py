@@ -71,6 +71,19 @@ def _from_nchw(shape: Sequence[int], layout: str) -> list[int]:
     return list(shape)
 
 
+def _conv_operands(operand_types: Types, kind: str, ranks: tuple[int, int] = (4, 4),
+                   ranks_wanted: str = "input and weight must be 4-D"):
+    """(element type, input shape, weight shape) of a convolution's two operands, which
+    share an element type of ``kind`` and have ``ranks``; raises ShapeError."""
+    _expect_count(operand_types, 2)
+    element = _same_element(operand_types)
+    _check_element(operand_types[0], kind)
+    x, w = (list(t.get_shape()) for t in operand_types)
+    if (len(x), len(w)) != ranks:
+        raise ShapeError(f"{ranks_wanted}, got ranks {len(x)} and {len(w)}")
+    return element, x, w
+
+
 class _ConvWindow(GraphOp):
     """The window attributes every 2-D convolution declares (read by ``_window_attrs``):
     ``strides`` [2], ``padding`` [top, left, bottom, right], ``dilations`` [2]."""
@@ -107,12 +120,7 @@ class Conv2DOp(_GroupedConvWindow):
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
-        _expect_count(operand_types, 2)
-        element = _same_element(operand_types)
-        _check_element(operand_types[0], "numeric")
-        x, w = (list(t.get_shape()) for t in operand_types)
-        if len(x) != 4 or len(w) != 4:
-            raise ShapeError(f"input and weight must be 4-D, got ranks {len(x)} and {len(w)}")
+        element, x, w = _conv_operands(operand_types, "numeric")
         dl, kl = attrs.data_layout, attrs.kernel_layout
         n, c, h, wd = _nchw(x, dl)
         o, i, kh, kw = w if kl == "OIHW" else [w[3], w[2], w[0], w[1]]
@@ -184,12 +192,7 @@ class ConvTranspose2DOp(_GroupedConvWindow):
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
-        _expect_count(operand_types, 2)
-        element = _same_element(operand_types)
-        _check_element(operand_types[0], "float")
-        x, w = (list(t.get_shape()) for t in operand_types)
-        if len(x) != 4 or len(w) != 4:
-            raise ShapeError(f"input and weight must be 4-D, got ranks {len(x)} and {len(w)}")
+        element, x, w = _conv_operands(operand_types, "float")
         groups = attrs.groups
         if w[0] != x[1]:
             raise ShapeError(f"weight has {w[0]} input channels but input has {x[1]}")
