@@ -77,11 +77,8 @@ def _pool(op: GraphOp, name: str, is_max: bool, options: KernelOptions) -> func.
         out_idx = _index(layout, iv_n, iv_c, iv_oh, iv_ow)
         kb.store(kb.const(identity_value, et), kb.outputs[0], out_idx)
         with kb.loops(["kh", "kw"], [kh, kw]) as (iv_kh, iv_kw):
-            ih = kb.iadd(kb.iadd(kb.imul(iv_oh, sh), kb.imul(iv_kh, dh)), -pt)
-            iw = kb.iadd(kb.iadd(kb.imul(iv_ow, sw), kb.imul(iv_kw, dw)), -pl)
-            ih, h_ok = kb.clamp_index(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
-            iw, w_ok = kb.clamp_index(iw, 0, w, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
-            inside = kb.all_of([c for c in (h_ok, w_ok) if c is not None])
+            ih, iw, inside = kb.window_tap((iv_oh, iv_ow), (iv_kh, iv_kw), strides=(sh, sw), dilations=(dh, dw),
+                                           pads=(pt, pl), in_hw=(h, w), out_hw=(oh, ow), kernel=(kh, kw))
             # outside taps contribute the identity (lowest for max, 0 for sum)
             identity = kb.const(identity_value, et)
             xv = kb.load_or(kb.inputs[0], _index(layout, iv_n, iv_c, ih, iw), inside, identity)
