@@ -190,9 +190,6 @@ class _PoolNCHWcOp(_Pool2DWindow):
 
     PLAIN: ClassVar[type[GraphOp]]
     count_include_pad = BoolAttribute()
-    x = operand_def(TensorType)
-    out = result_def(TensorType)
-    traits = traits_def(Pure(), FusionAnchor())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:

@@ -30,14 +30,18 @@ from dlc.dialects.traits import Composite, FusionAnchor, LayoutFree, WidenF16
 
 
 class _Pool2DWindow(GraphOp):
-    """The window attributes every 2-D pool declares (plain and NCHW{b}c), in the order
-    "unknown attribute" messages list them."""
+    """What every 2-D pool (plain and NCHW{b}c) declares: the window attributes, in the
+    order "unknown attribute" messages list them, one input, one result, and a kernel
+    that takes a fused epilogue."""
 
     kernel = IntsAttribute()
     strides = IntsAttribute(default=(1, 1))
     padding = IntsAttribute(default=(0, 0, 0, 0))
     dilations = IntsAttribute(default=(1, 1))
     ceil_mode = BoolAttribute()
+    x = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure(), FusionAnchor())
 
 
 class _PoolOp(_Pool2DWindow):
@@ -45,9 +49,6 @@ class _PoolOp(_Pool2DWindow):
     # both pools share one attribute set
     layout = EnumAttribute(*_DATA_LAYOUTS)
     count_include_pad = BoolAttribute()
-    x = operand_def(TensorType)
-    out = result_def(TensorType)
-    traits = traits_def(Pure(), FusionAnchor())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
