@@ -260,11 +260,22 @@ def run_pass(spec: str, module: ModuleOp) -> None:
         raise CompileError(_one_line(err, name)) from None
 
 
-def _run_pass(spec: str, module: ModuleOp, required: bool = True) -> bool:
-    """:func:`run_pass` (the name the pipeline calls, so that bench/models.py can wrap it).
-    ``required`` is no longer read: every pass of the pipeline must load."""
-    run_pass(spec, module)
-    return True
+# Passes the pipeline leaves out, by name: empty except when the benchmarks measure a
+# pass's effect (``disable_passes``, bench/models.py --no-expand-math ...).
+_DISABLED_PASSES: frozenset[str] = frozenset()
+
+
+def disable_passes(names) -> None:
+    """Make the compile pipeline skip the passes named in ``names`` (for measuring their
+    effect; ``()`` restores the full pipeline). ``run_pass`` itself still runs any pass."""
+    global _DISABLED_PASSES
+    _DISABLED_PASSES = frozenset(names)
+
+
+def _pipeline_pass(spec: str, module: ModuleOp) -> None:
+    """One pass of the compile pipeline: :func:`run_pass`, unless disabled."""
+    if spec.split("{", 1)[0] not in _DISABLED_PASSES:
+        run_pass(spec, module)
 
 
 def _one_line(err: Exception, stage: str) -> str:
@@ -304,19 +315,19 @@ def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = N
     if _level(module) == "graph":
         for name in graph_passes(layout):
             with _timed(timings, name):
-                _run_pass(name, module)
+                _pipeline_pass(name, module)
         with _timed(timings, "lower-to-loops"):
-            _run_pass("lower-to-loops{flat-conv=true}", module)  # the CPU kernel forms
+            _pipeline_pass("lower-to-loops{flat-conv=true}", module)  # the CPU kernel forms
         with _timed(timings, "schedule"):
-            _run_pass(schedule_pass(target), module)
+            _pipeline_pass(schedule_pass(target), module)
     if _level(module) == "loops":
         with _timed(timings, "expand-math"):
-            _run_pass("expand-math", module)  # vectorizable exp/log/tanh/erf
+            _pipeline_pass("expand-math", module)  # vectorizable exp/log/tanh/erf
         with _timed(timings, "plan-workspace"):
-            _run_pass("plan-workspace", module)  # reused buffers, no malloc per call
+            _pipeline_pass("plan-workspace", module)  # reused buffers, no malloc per call
     if _level(module) == "loops":
         with _timed(timings, "lower-to-llvm"):
-            _run_pass("lower-to-llvm", module)
+            _pipeline_pass("lower-to-llvm", module)
     try:
         module.verify()
     except DiagnosticException as err:
@@ -325,7 +336,7 @@ def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = N
 
 def _apply_default_schedules(module: ModuleOp, target: Target | None = None) -> None:
     """The default schedules of every kernel, for `target` (default: the host)."""
-    _run_pass(schedule_pass(target), module)
+    _pipeline_pass(schedule_pass(target), module)
 
 
 @contextmanager

@@ -31,7 +31,7 @@ import time
 
 import numpy as np
 
-from dlc.bench.models import _disable_passes, time_alternating
+from dlc.bench.models import time_alternating
 
 FMA_CHAINS = 12  # independent accumulators: enough to cover the FMA latency
 
@@ -362,8 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-expand-math", action="store_true", help="keep libm calls (before/after)")
     parser.add_argument("--no-fuse", action="store_true", help="skip fuse-ops (before/after)")
     args = parser.parse_args(argv)
-    _disable_passes({name for name, off in (("expand-math", args.no_expand_math),
-                                            ("fuse-ops", args.no_fuse)) if off})
+    from dlc.driver import disable_passes
+
+    disable_passes({name for name, off in (("expand-math", args.no_expand_math),
+                                           ("fuse-ops", args.no_fuse)) if off})
     peak = measure_fma_peak(args.threads)
     print(f"measured FMA peak: {peak:.1f} GFLOP/s on {args.threads} thread(s)")
     if "bandwidth" in args.only.split(","):

@@ -46,20 +46,6 @@ def short_name(path: str) -> str:
     return os.path.basename(path).removesuffix(".onnx").removeprefix("light_")
 
 
-def _disable_passes(names: set[str]):
-    """Skip some optional driver passes (to measure their effect)."""
-    import dlc.driver as driver
-
-    original = driver._run_pass
-
-    def run_pass(name, module, required=True):
-        if name in names:
-            return False
-        return original(name, module, required)
-
-    driver._run_pass = run_pass
-
-
 def time_alternating(fns: list, runs: int, budget_s: float, block: int = 3,
                      settle_s: float = 0.1) -> list[float]:
     """Median seconds of each fn: rounds of ``block`` back-to-back timed calls of
@@ -164,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_expand_math:
         disabled.add("expand-math")
     if disabled:
-        _disable_passes(disabled)
+        from dlc.driver import disable_passes
+
+        disable_passes(disabled)  # measure without them
     rows = []
     for path in model_paths(args.models):
         row = bench_model(path, args.threads, args.runs, args.budget, args.layout)

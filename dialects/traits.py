@@ -13,7 +13,12 @@ on ``ReduceOp`` holds for every reduction), compared by value.
 * ``WidenF16``: accumulates, so it is computed in f32 for f16 (widen-accumulation);
 * ``LayoutFree(blocked)``: may run on NCHW{b}c values (alter-op-layout);
 * ``Composite(decompose)``: rewritten into core ops by ``decompose`` (legalize;
-  lower-to-loops rejects one left over that has no kernel).
+  lower-to-loops rejects one left over that has no kernel);
+* ``ViewLike``: its result is its operand's row-major data under another shape
+  (bufferize makes it a view of the operand's buffer).
+
+Constant tensors (graph.constant, graph.weight) carry xDSL's own
+``xdsl.traits.ConstantLike``: lower-to-loops and bufferize ask for that.
 
 ``test/python/test_op_traits.py`` pins the set of ops holding each trait.
 """
@@ -97,6 +102,15 @@ class Composite(OpTrait):
     def __post_init__(self) -> None:
         if not callable(self.decompose):
             raise TypeError(f"Composite needs a decomposition function, got {self.decompose!r}")
+
+
+@dataclass(frozen=True)
+class ViewLike(OpTrait):
+    """The op's one result is its one operand's data, in the same row-major
+    order, under another static shape (reshape, squeeze, unsqueeze): no element
+    moves. bufferize gives such a result a view of the operand's buffer (or
+    computes the operand straight into the reshape's destination) instead of a
+    copy kernel."""
 
 
 def is_composite(op_type: type[Operation]) -> bool:

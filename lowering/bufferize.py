@@ -75,12 +75,15 @@ from dataclasses import dataclass, field
 from xdsl.dialects import arith, func, memref, scf
 from xdsl.dialects.builtin import IndexType, IntegerAttr, TensorType, UnitAttr, i1, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.traits import ConstantLike
 
 from dlc.dialects import graph, tloop
 from dlc.dialects.graph_base import GraphOp
+from dlc.dialects.traits import ViewLike
 from dlc.lowering.fused import fused_groups, group_extras
 from dlc.lowering.kernels.builder import memref_of
 from dlc.lowering.memory_plan import Interval, plan
+from dlc.lowering.memref_layout import row_major
 from dlc.weights import WeightStore
 
 # (op, kernel name hint) -> kernel symbol (the kernel cache creates or reuses)
@@ -91,16 +94,12 @@ HelperProvider = Callable[[str, TensorType, int, str], str]
 
 INDEX = IndexType()
 _REGION_OPS = (graph.IfOp, graph.LoopOp, graph.ScanOp)
-# ops whose result is the operand's row-major data under another static shape
-_VIEW_OPS = (graph.ReshapeOp, graph.SqueezeOp, graph.UnsqueezeOp)
 
 
-def _row_major_strides(shape) -> list[int]:
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return strides[::-1]
+def _is_view(op) -> bool:
+    """Whether ``op``'s result is its operand's row-major data under another
+    static shape (it declares ``ViewLike``)."""
+    return isinstance(op, Operation) and op.has_trait(ViewLike)
 
 
 @dataclass
@@ -165,7 +164,7 @@ class _BlockEmitter:
         """``source``'s data as a row-major memref of ``t``'s shape (no copy)."""
         shape = list(t.get_shape())
         result = self.value(memref.ReinterpretCastOp(
-            source, [], [], [], [0], shape, _row_major_strides(shape), memref_of(t)))
+            source, [], [], [], [0], shape, row_major(shape), memref_of(t)))
         result.name_hint = "view"
         self.ctx.storage[result] = self.ctx.root(source)
         return result
@@ -255,7 +254,7 @@ class _BlockEmitter:
                 last_read[root] = max(last_read.get(root, end), end)
         intervals = []
         for i, op in enumerate(ops):
-            if isinstance(op, (graph.ConstantOp, graph.WeightOp)) or op in inner:
+            if op.has_trait(ConstantLike) or op in inner:
                 continue
             for res in op.results:
                 if res in direct_output or res in view_of:
@@ -338,8 +337,7 @@ class _BlockEmitter:
 
 def _computed(value: SSAValue) -> bool:
     """Whether an op of the block computes ``value`` (into a buffer it is given)."""
-    return isinstance(value.owner, GraphOp) and not isinstance(
-        value.owner, (graph.ConstantOp, graph.WeightOp))
+    return isinstance(value.owner, GraphOp) and not value.owner.has_trait(ConstantLike)
 
 
 def _forward_into_destinations(direct_output: dict[SSAValue, SSAValue],
@@ -351,7 +349,7 @@ def _forward_into_destinations(direct_output: dict[SSAValue, SSAValue],
     chains of reshapes)."""
     viewed_into: dict[SSAValue, SSAValue] = {}
     for value, dest in list(direct_output.items()):
-        while isinstance(value.owner, _VIEW_OPS) and value.owner not in group_of:
+        while _is_view(value.owner) and value.owner not in group_of:
             source = value.owner.operands[0]
             if not _computed(source) or source in direct_output or not source.has_one_use():
                 break
@@ -367,7 +365,7 @@ def _view_roots(ops: list[Operation], group_of, direct_output) -> dict[SSAValue,
     kernel) and results written straight into a destination."""
     roots: dict[SSAValue, SSAValue] = {}
     for op in ops:
-        if isinstance(op, _VIEW_OPS) and op not in group_of and op.results[0] not in direct_output:
+        if _is_view(op) and op not in group_of and op.results[0] not in direct_output:
             source = op.operands[0]
             roots[op.results[0]] = roots.get(source, source)
     return roots

@@ -29,6 +29,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, TensorType
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.traits import ConstantLike
 
 from dlc.dialects.graph import IfOp, LoopOp, ScanOp, YieldOp, is_composite
 from dlc.dialects.graph_base import GraphOp
@@ -83,7 +84,7 @@ def _check_block(block) -> None:
             for region in op.regions:
                 _check_block(region.blocks.first)
             continue
-        if op.name in ("graph.constant", "graph.weight") or generator_for(op.name) is not None:
+        if op.has_trait(ConstantLike) or generator_for(op.name) is not None:
             continue  # composite ops with a kernel (softmax...) lower directly too
         if is_composite(type(op)):
             raise LoweringError(op, f"'{op.name}' is a composite op: run legalize first")
@@ -111,6 +112,25 @@ class KernelCache:
         self._names.add(name)
         return name
 
+    def _cached(self, key: tuple, name: str, build, culprit: Operation | None = None,
+                what: str = "") -> str:
+        """The symbol of the kernel cached under ``key``; the first time, ``build(symbol)``
+        generates it under a fresh symbol from ``name``. With ``culprit``, a generator bug
+        (any error but a LoweringError) is reported on that op as "cannot lower <what>"."""
+        symbol = self._by_key.get(key)
+        if symbol is None:
+            symbol = self._unique(name)
+            try:
+                self.kernels.append(build(symbol))
+            except LoweringError:
+                raise
+            except Exception as err:  # a generator bug must still name the op
+                if culprit is None:
+                    raise
+                raise LoweringError(culprit, f"cannot lower {what}: {err}") from err
+            self._by_key[key] = symbol
+        return symbol
+
     def kernel_for(self, op: GraphOp | list[GraphOp], name: str) -> str:
         if isinstance(op, list):  # a fused group (lowering/fused.py)
             return self._fused_kernel_for(op, name)
@@ -120,62 +140,32 @@ class KernelCache:
             tuple(o.type for o in op.operands),
             tuple(r.type for r in op.results),
         )
-        symbol = self._by_key.get(key)
-        if symbol is None:
-            symbol = self._unique(name)
-            try:
-                self.kernels.append(generate(op, symbol, self.options))
-            except LoweringError:
-                raise
-            except Exception as err:  # a generator bug must still name the op
-                raise LoweringError(op, f"cannot lower '{op.name}': {err}") from err
-            self._by_key[key] = symbol
-        return symbol
+        return self._cached(key, name, lambda symbol: generate(op, symbol, self.options),
+                            op, f"'{op.name}'")
 
     def _fused_kernel_for(self, group: list[GraphOp], name: str) -> str:
         from dlc.lowering.fused import check_group, fused_kernel, group_key
 
         key = group_key(group)
-        symbol = self._by_key.get(key)
-        if symbol is None:
-            problem = check_group(group)
-            if problem is not None:
-                raise LoweringError(group[-1], f"fused group: {problem}")
-            symbol = self._unique(name)
-            try:
-                self.kernels.append(fused_kernel(group, symbol, self.options))
-            except LoweringError:
-                raise
-            except Exception as err:  # a generator bug must still name the op
-                raise LoweringError(group[-1], f"cannot lower the fused group: {err}") from err
-            self._by_key[key] = symbol
-        return symbol
+        if key not in self._by_key and (problem := check_group(group)) is not None:
+            raise LoweringError(group[-1], f"fused group: {problem}")
+        return self._cached(key, name, lambda symbol: fused_kernel(group, symbol, self.options),
+                            group[-1], "the fused group")
 
     def helper_kernel_for(self, kind: str, t: TensorType, axis: int, name: str) -> str:
         """Row read/write and zero-fill kernels of host-level loops
         (lowering/kernels/control_flow.py)."""
-        key = (kind, t, axis)
-        symbol = self._by_key.get(key)
-        if symbol is None:
-            symbol = self._unique(name)
+        def build(symbol: str) -> func.FuncOp:
             if kind == "read_row":
-                kernel = read_row_kernel(t, axis, symbol)
-            elif kind == "write_row":
-                kernel = write_row_kernel(t, axis, symbol)
-            else:
-                kernel = zero_kernel(t, symbol)
-            self.kernels.append(kernel)
-            self._by_key[key] = symbol
-        return symbol
+                return read_row_kernel(t, axis, symbol)
+            if kind == "write_row":
+                return write_row_kernel(t, axis, symbol)
+            return zero_kernel(t, symbol)
+
+        return self._cached((kind, t, axis), name, build)
 
     def copy_kernel_for(self, t: TensorType, name: str) -> str:
-        key = ("copy", t)
-        symbol = self._by_key.get(key)
-        if symbol is None:
-            symbol = self._unique(name)
-            self.kernels.append(copy_kernel(t, symbol))
-            self._by_key[key] = symbol
-        return symbol
+        return self._cached(("copy", t), name, lambda symbol: copy_kernel(t, symbol))
 
 
 def is_graph_function(op: Operation) -> bool:

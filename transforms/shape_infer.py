@@ -48,13 +48,16 @@ def infer_op(op: GraphOp) -> None:
             inferred = op.infer(types, op.attrs)
     except ShapeError as err:
         raise op_error(op, f"{describe_op(op)}: {err}") from None
-    if len(inferred) != len(op.results):
-        raise op_error(
-            op,
-            f"{describe_op(op)} has {len(op.results)} results, "
-            f"but inference gives {len(inferred)}"
-        )
-    for result, new_type in zip(op.results, inferred):
+    _retype(op, inferred, lambda: f"{describe_op(op)} has {len(op.results)} results, "
+                                  f"but inference gives {len(inferred)}")
+
+
+def _retype(op: Operation, new_types, mismatch) -> None:
+    """Give ``op``'s results ``new_types`` (users see the new types); when the counts
+    differ, raise the error ``mismatch()`` words."""
+    if len(new_types) != len(op.results):
+        raise op_error(op, mismatch())
+    for result, new_type in zip(op.results, new_types):
         if result.type != new_type:
             Rewriter.replace_value_with_new_type(result, new_type)
 
@@ -87,15 +90,8 @@ class _FunctionInference:
                 return
             self.run(callee)
             outputs = callee.function_type.outputs.data
-            if len(outputs) != len(op.results):
-                raise op_error(
-                    op,
-                    f"{describe_op(op)} expects {len(op.results)} results "
-                    f"from @{callee.sym_name.data}, which returns {len(outputs)}"
-                )
-            for result, new_type in zip(op.results, outputs):
-                if result.type != new_type:
-                    Rewriter.replace_value_with_new_type(result, new_type)
+            _retype(op, outputs, lambda: f"{describe_op(op)} expects {len(op.results)} results "
+                                         f"from @{callee.sym_name.data}, which returns {len(outputs)}")
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from dlc.dialects.tloop import ForOp, WeightOp, YieldOp
+from dlc.lowering.memref_layout import row_major
 
 CMPI = arith.CMPI_COMPARISON_OPERATIONS  # predicate names by number
 CMPF = arith.CMPF_COMPARISON_OPERATIONS
@@ -168,18 +169,10 @@ def int_literal(value: int, c: str) -> str:
 def strides_of(type_: MemRefType) -> list[int]:
     if not isinstance(type_.layout, NoneAttr) and not (
         isinstance(type_.layout, StridedLayoutAttr)
-        and type_.layout.get_strides() == _row_major(type_.get_shape())
+        and type_.layout.get_strides() == row_major(type_.get_shape())
     ):
         raise CudaEmitError(f"emit-cuda: only identity-layout memrefs are supported, got {type_}")
-    return _row_major(type_.get_shape())
-
-
-def _row_major(shape) -> list[int]:
-    strides, acc = [], 1
-    for dim in reversed(list(shape)):
-        strides.append(acc)
-        acc *= dim
-    return list(reversed(strides))
+    return row_major(type_.get_shape())
 
 
 def num_elements(type_: MemRefType) -> int:

@@ -17,9 +17,10 @@ Defaults: NCHW data / OIHW kernel layout; ``padding`` is
 ``[top, left, bottom, right]`` (ONNX's begin..., end... order for 2-D).
 
 An op's facts that passes ask about are traits (``dlc/dialects/traits.py``):
-``Elementwise``, ``FusionAnchor``, ``WidenF16``, ``LayoutFree``, and ``Composite``
-for the ops that ``legalize`` rewrites away with their decomposition
+``Elementwise``, ``FusionAnchor``, ``WidenF16``, ``LayoutFree``, ``ViewLike``, and
+``Composite`` for the ops that ``legalize`` rewrites away with their decomposition
 (``decompose.py``); the rest form the *core set* that ``lower-to-loops`` handles.
+The constants carry xDSL's ``ConstantLike``.
 
 The ops live in one module per family (the shared op machinery is
 ``dlc.dialects.graph_base``); this package re-exports every op class of

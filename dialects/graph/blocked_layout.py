@@ -17,7 +17,6 @@ from dlc.dialects.graph_base import (
     BoolAttribute,
     GraphOp,
     IntAttribute,
-    IntsAttribute,
     or_default,
     ShapeError,
     StringAttribute,
@@ -27,11 +26,10 @@ from dlc.dialects.graph.common import (
     _check_element,
     _contiguous,
     _expect_count,
-    _same_element,
     Types,
 )
-from dlc.dialects.graph.conv import _conv2d_nchw, _conv_out, _window_attrs
-from dlc.dialects.graph.pool import AvgPool2DOp, MaxPool2DOp
+from dlc.dialects.graph.conv import _ConvWindow, _conv2d_nchw, _conv_operands, _conv_out, _window_attrs
+from dlc.dialects.graph.pool import _Pool2DWindow, AvgPool2DOp, MaxPool2DOp
 from dlc.dialects.traits import FusionAnchor
 
 
@@ -132,7 +130,7 @@ class LayoutTransformOp(GraphOp):
 
 
 @irdl_op_definition
-class Conv2DNCHWcOp(GraphOp):
+class Conv2DNCHWcOp(_ConvWindow):
     """2-D convolution on channel-blocked tensors (groups 1): input
     ``[N, C/ib, H, W, ib]`` (NCHW{ib}c), weight ``[O/ob, C/ib, KH, KW, ib, ob]``
     (OIHW{ib}i{ob}o), result ``[N, O/ob, OH, OW, ob]`` (NCHW{ob}c).
@@ -145,9 +143,6 @@ class Conv2DNCHWcOp(GraphOp):
     """
 
     name = "graph.conv2d_nchwc"
-    strides = IntsAttribute(default=(1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1))
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
     out = result_def(TensorType)
@@ -155,12 +150,8 @@ class Conv2DNCHWcOp(GraphOp):
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
-        _expect_count(operand_types, 2)
-        element = _same_element(operand_types)
-        _check_element(operand_types[0], "float")
-        x, w = (list(t.get_shape()) for t in operand_types)
-        if len(x) != 5 or len(w) != 6:
-            raise ShapeError(f"input must be 5-D (NCHW{{b}}c) and weight 6-D (OIHW{{i}}i{{o}}o), got ranks {len(x)} and {len(w)}")
+        element, x, w = _conv_operands(operand_types, "float", (5, 6),
+                                       "input must be 5-D (NCHW{b}c) and weight 6-D (OIHW{i}i{o}o)")
         n, cb, h, wd, ib = x
         obn, wcb, kh, kw, wib, ob = w
         if (wcb, wib) != (cb, ib):
@@ -193,19 +184,12 @@ def _plain_to_blocked(x: np.ndarray, b: int) -> np.ndarray:
     return _contiguous(x.reshape(n, c // b, b, h, w).transpose(0, 1, 3, 4, 2))
 
 
-class _PoolNCHWcOp(GraphOp):
-    """A 2-D pool on NCHW{b}c: the plain pool (``PLAIN``, NCHW) of every channel."""
+class _PoolNCHWcOp(_Pool2DWindow):
+    """A 2-D pool on NCHW{b}c: the plain pool (``PLAIN``, NCHW) of every channel; the
+    plain pools' attributes but ``layout``."""
 
     PLAIN: ClassVar[type[GraphOp]]
-    kernel = IntsAttribute()
-    strides = IntsAttribute(default=(1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1))
-    ceil_mode = BoolAttribute()
     count_include_pad = BoolAttribute()
-    x = operand_def(TensorType)
-    out = result_def(TensorType)
-    traits = traits_def(Pure(), FusionAnchor())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:

@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorTy
 from xdsl.irdl import attr_def, irdl_op_definition, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import ConstantLike, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dlc.dialects.graph_base import (
@@ -37,7 +37,7 @@ class ConstantOp(GraphOp):
     NARROW_TYPES: ClassVar[bool] = True
     value = attr_def(DenseIntOrFPElementsAttr)
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ConstantLike())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -99,7 +99,7 @@ class WeightOp(GraphOp):
     NARROW_TYPES: ClassVar[bool] = True
     weight_name = attr_def(StringAttr, attr_name="name")
     out = result_def(TensorType)
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ConstantLike())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:

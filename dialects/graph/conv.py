@@ -71,8 +71,36 @@ def _from_nchw(shape: Sequence[int], layout: str) -> list[int]:
     return list(shape)
 
 
+def _conv_operands(operand_types: Types, kind: str, ranks: tuple[int, int] = (4, 4),
+                   ranks_wanted: str = "input and weight must be 4-D"):
+    """(element type, input shape, weight shape) of a convolution's two operands, which
+    share an element type of ``kind`` and have ``ranks``; raises ShapeError."""
+    _expect_count(operand_types, 2)
+    element = _same_element(operand_types)
+    _check_element(operand_types[0], kind)
+    x, w = (list(t.get_shape()) for t in operand_types)
+    if (len(x), len(w)) != ranks:
+        raise ShapeError(f"{ranks_wanted}, got ranks {len(x)} and {len(w)}")
+    return element, x, w
+
+
+class _ConvWindow(GraphOp):
+    """The window attributes every 2-D convolution declares (read by ``_window_attrs``):
+    ``strides`` [2], ``padding`` [top, left, bottom, right], ``dilations`` [2]."""
+
+    strides = IntsAttribute(default=(1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1))
+
+
+class _GroupedConvWindow(_ConvWindow):
+    """The window attributes and ``groups`` (conv2d, conv_transpose2d, deform_conv2d)."""
+
+    groups = IntAttribute(default=1)
+
+
 @irdl_op_definition
-class Conv2DOp(GraphOp):
+class Conv2DOp(_GroupedConvWindow):
     """2-D convolution (cross-correlation). Attributes: ``strides`` [2],
     ``padding`` [top, left, bottom, right], ``dilations`` [2], ``groups``,
     ``data_layout`` (NCHW | NHWC), ``kernel_layout`` (OIHW | HWIO).
@@ -83,10 +111,6 @@ class Conv2DOp(GraphOp):
     """
 
     name = "graph.conv2d"
-    strides = IntsAttribute(default=(1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1))
-    groups = IntAttribute(default=1)
     data_layout = EnumAttribute(*_DATA_LAYOUTS)
     kernel_layout = EnumAttribute(*_KERNEL_LAYOUTS)
     x = operand_def(TensorType)
@@ -96,12 +120,7 @@ class Conv2DOp(GraphOp):
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
-        _expect_count(operand_types, 2)
-        element = _same_element(operand_types)
-        _check_element(operand_types[0], "numeric")
-        x, w = (list(t.get_shape()) for t in operand_types)
-        if len(x) != 4 or len(w) != 4:
-            raise ShapeError(f"input and weight must be 4-D, got ranks {len(x)} and {len(w)}")
+        element, x, w = _conv_operands(operand_types, "numeric")
         dl, kl = attrs.data_layout, attrs.kernel_layout
         n, c, h, wd = _nchw(x, dl)
         o, i, kh, kw = w if kl == "OIHW" else [w[3], w[2], w[0], w[1]]
@@ -155,7 +174,7 @@ def _conv2d_nchw(x, w, strides, pads, dilations, groups) -> np.ndarray:
 
 
 @irdl_op_definition
-class ConvTranspose2DOp(GraphOp):
+class ConvTranspose2DOp(_GroupedConvWindow):
     """2-D transposed convolution, NCHW data, weight ``[C_in, C_out/groups, KH, KW]``.
     Output extent: ``(H-1)*stride - pad_begin - pad_end + dilation*(K-1) + output_padding + 1``.
 
@@ -165,10 +184,6 @@ class ConvTranspose2DOp(GraphOp):
     """
 
     name = "graph.conv_transpose2d"
-    strides = IntsAttribute(default=(1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1))
-    groups = IntAttribute(default=1)
     output_padding = IntsAttribute(default=(0, 0))
     x = operand_def(TensorType)
     weight = operand_def(TensorType)
@@ -177,12 +192,7 @@ class ConvTranspose2DOp(GraphOp):
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
-        _expect_count(operand_types, 2)
-        element = _same_element(operand_types)
-        _check_element(operand_types[0], "float")
-        x, w = (list(t.get_shape()) for t in operand_types)
-        if len(x) != 4 or len(w) != 4:
-            raise ShapeError(f"input and weight must be 4-D, got ranks {len(x)} and {len(w)}")
+        element, x, w = _conv_operands(operand_types, "float")
         groups = attrs.groups
         if w[0] != x[1]:
             raise ShapeError(f"weight has {w[0]} input channels but input has {x[1]}")
@@ -229,7 +239,7 @@ class ConvTranspose2DOp(GraphOp):
 
 
 @irdl_op_definition
-class DeformConv2DOp(GraphOp):
+class DeformConv2DOp(_GroupedConvWindow):
     """Deformable 2-D convolution (ONNX DeformConv): each kernel tap (i, j) of
     output (oh, ow) reads x bilinearly (zero outside) at
     ``(oh*sh - pad_top + i*dh + dy, ow*sw - pad_left + j*dw + dx)``, where
@@ -245,10 +255,6 @@ class DeformConv2DOp(GraphOp):
     """
 
     name = "graph.deform_conv2d"
-    strides = IntsAttribute(default=(1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1))
-    groups = IntAttribute(default=1)
     offset_groups = IntAttribute(default=1)
     args = var_operand_def(TensorType)
     out = result_def(TensorType)

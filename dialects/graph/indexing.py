@@ -28,8 +28,30 @@ from dlc.dialects.graph_base import (
 from dlc.dialects.graph.common import _check_element, _expect_count, Types
 
 
+class _GatherOp(GraphOp):
+    """out = elements of ``data`` picked by ``indices``: storage bits only move."""
+
+    NARROW_TYPES: ClassVar[bool] = True
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+
+class _ScatterOp(GraphOp):
+    """out = ``data`` with ``updates`` written (or combined by ``reduction``) where
+    ``indices`` point; narrow types with reduction none only (_scatter_reduction)."""
+
+    NARROW_TYPES: ClassVar[bool] = True
+    data = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    updates = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+
 @irdl_op_definition
-class GatherOp(GraphOp):
+class GatherOp(_GatherOp):
     """``take`` along ``axis``: out = data.shape[:axis] + indices.shape +
     data.shape[axis+1:]; negative indices count from the end.
 
@@ -39,12 +61,7 @@ class GatherOp(GraphOp):
     """
 
     name = "graph.gather"
-    NARROW_TYPES: ClassVar[bool] = True
     axis = IntAttribute(default=0)
-    data = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    out = result_def(TensorType)
-    traits = traits_def(Pure())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -138,7 +155,7 @@ def _nd_shapes(data: TensorType, indices: TensorType, batch_dims: int) -> tuple[
 
 
 @irdl_op_definition
-class GatherNDOp(GraphOp):
+class GatherNDOp(_GatherOp):
     """ONNX GatherND: the last dim of ``indices`` holds index tuples into data's
     dims after the first ``batch_dims`` (which data and indices share);
     out = indices.shape[:-1] + data.shape[batch_dims + k:]. Negative indices
@@ -151,11 +168,6 @@ class GatherNDOp(GraphOp):
 
     name = "graph.gather_nd"
     batch_dims = IntAttribute(default=0)
-    NARROW_TYPES: ClassVar[bool] = True  # moves storage bits only
-    data = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    out = result_def(TensorType)
-    traits = traits_def(Pure())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -176,7 +188,7 @@ class GatherNDOp(GraphOp):
 
 
 @irdl_op_definition
-class ScatterNDOp(GraphOp):
+class ScatterNDOp(_ScatterOp):
     """ONNX ScatterND: out = data, then for every index tuple (the last dim of
     ``indices``, after ``batch_dims`` shared leading dims) the slice
     ``updates[...]`` is combined into ``out[tuple]`` in order with
@@ -193,12 +205,6 @@ class ScatterNDOp(GraphOp):
     name = "graph.scatter_nd"
     reduction = EnumAttribute(*SCATTER_REDUCTIONS, message=_REDUCTION_CHOICE)
     batch_dims = IntAttribute(default=0)
-    NARROW_TYPES: ClassVar[bool] = True  # with reduction none only (_scatter_reduction)
-    data = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    updates = operand_def(TensorType)
-    out = result_def(TensorType)
-    traits = traits_def(Pure())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -229,7 +235,7 @@ class ScatterNDOp(GraphOp):
 
 
 @irdl_op_definition
-class ScatterElementsOp(GraphOp):
+class ScatterElementsOp(_ScatterOp):
     """ONNX ScatterElements (and Scatter): out = data, then for every position p
     of ``indices``, out[p with p[axis] = indices[p]] is combined with
     ``updates[p]`` in order by ``reduction`` (none | add | mul | max | min).
@@ -245,12 +251,6 @@ class ScatterElementsOp(GraphOp):
     name = "graph.scatter_elements"
     axis = IntAttribute(default=0)
     reduction = EnumAttribute(*SCATTER_REDUCTIONS, message=_REDUCTION_CHOICE)
-    NARROW_TYPES: ClassVar[bool] = True  # with reduction none only (_scatter_reduction)
-    data = operand_def(TensorType)
-    indices = operand_def(TensorType)
-    updates = operand_def(TensorType)
-    out = result_def(TensorType)
-    traits = traits_def(Pure())
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:

@@ -35,7 +35,7 @@ from dlc.dialects.graph_base import (
 )
 from dlc.dialects.graph.common import _contiguous, _expect_count, _same_element, Types
 from dlc.dialects.graph import decompose
-from dlc.dialects.traits import Composite
+from dlc.dialects.traits import Composite, ViewLike
 
 
 class _MoveOp(GraphOp):
@@ -67,6 +67,7 @@ class ReshapeOp(_MoveOp):
 
     name = "graph.reshape"
     shape = IntsAttribute()
+    traits = traits_def(Pure(), ViewLike())
 
     @classmethod
     def out_shape(cls, shape, attrs):
@@ -150,7 +151,7 @@ class SqueezeOp(_MoveOp):
 
     name = "graph.squeeze"
     axes = IntsAttribute(optional=True)  # default: every dim of extent 1
-    traits = traits_def(Composite(decompose.to_reshape))
+    traits = traits_def(Composite(decompose.to_reshape), ViewLike())
 
     @classmethod
     def out_shape(cls, shape, attrs):
@@ -179,7 +180,7 @@ class UnsqueezeOp(_MoveOp):
 
     name = "graph.unsqueeze"
     axes = IntsAttribute()
-    traits = traits_def(Composite(decompose.to_reshape))
+    traits = traits_def(Composite(decompose.to_reshape), ViewLike())
 
     @classmethod
     def out_shape(cls, shape, attrs):

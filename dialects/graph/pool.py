@@ -29,10 +29,26 @@ from dlc.dialects.graph import decompose
 from dlc.dialects.traits import Composite, FusionAnchor, LayoutFree, WidenF16
 
 
-class _PoolOp(GraphOp):
+class _Pool2DWindow(GraphOp):
+    """What every 2-D pool (plain and NCHW{b}c) declares: the window attributes, in the
+    order "unknown attribute" messages list them, one input, one result, and a kernel
+    that takes a fused epilogue."""
+
+    kernel = IntsAttribute()
+    strides = IntsAttribute(default=(1, 1))
+    padding = IntsAttribute(default=(0, 0, 0, 0))
+    dilations = IntsAttribute(default=(1, 1))
+    ceil_mode = BoolAttribute()
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure(), FusionAnchor())
+
+
+class _PoolOp(_Pool2DWindow):
+    # count_include_pad is accepted by max_pool2d too (and means nothing there), so that
+    # both pools share one attribute set
+    layout = EnumAttribute(*_DATA_LAYOUTS)
+    count_include_pad = BoolAttribute()
 
     @classmethod
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
@@ -120,14 +136,6 @@ class MaxPool2DOp(_PoolOp):
 
     traits = traits_def(LayoutFree(blocked="graph.max_pool2d_nchwc"))
     name = "graph.max_pool2d"
-    # count_include_pad is accepted (and means nothing) so both pools share one attribute set
-    kernel = IntsAttribute()
-    strides = IntsAttribute(default=(1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1))
-    ceil_mode = BoolAttribute()
-    layout = EnumAttribute(*_DATA_LAYOUTS)
-    count_include_pad = BoolAttribute()
 
     def pool(self, x: np.ndarray) -> np.ndarray:
         lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
@@ -149,13 +157,6 @@ class AvgPool2DOp(_PoolOp):
 
     traits = traits_def(WidenF16(), LayoutFree(blocked="graph.avg_pool2d_nchwc"))
     name = "graph.avg_pool2d"
-    kernel = IntsAttribute()
-    strides = IntsAttribute(default=(1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1))
-    ceil_mode = BoolAttribute()
-    layout = EnumAttribute(*_DATA_LAYOUTS)
-    count_include_pad = BoolAttribute()
 
     def pool(self, x: np.ndarray) -> np.ndarray:
         include_pad = self.count_include_pad
@@ -168,6 +169,7 @@ class AvgPool2DOp(_PoolOp):
 
 
 class _GlobalPoolOp(GraphOp):
+    layout = EnumAttribute(*_DATA_LAYOUTS)
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -202,7 +204,6 @@ class GlobalAvgPoolOp(_GlobalPoolOp):
     """
 
     name = "graph.global_avg_pool"
-    layout = EnumAttribute(*_DATA_LAYOUTS)
     traits = traits_def(Composite(decompose.global_avg_pool))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
@@ -219,7 +220,6 @@ class GlobalMaxPoolOp(_GlobalPoolOp):
     """
 
     name = "graph.global_max_pool"
-    layout = EnumAttribute(*_DATA_LAYOUTS)
     traits = traits_def(Composite(decompose.global_max_pool))
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
@@ -320,9 +320,9 @@ def _pool_nd_doc(cls: type[GraphOp], what: str, example: str) -> None:
     )
 
 
-@irdl_op_definition
-class MaxPool3DOp(_PoolNdOp):
-    name = "graph.max_pool3d"
+class _Pool3DOp(_PoolNdOp):
+    """The 3-D pools' window attributes and their one result."""
+
     kernel = IntsAttribute()
     strides = IntsAttribute(default=(1, 1, 1))
     padding = IntsAttribute(default=(0, 0, 0, 0, 0, 0))
@@ -334,27 +334,21 @@ class MaxPool3DOp(_PoolNdOp):
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
         lead, (*_, out) = cls.geometry(operand_types, attrs)
         return [tensor_type(lead + out, operand_types[0].element_type)]
+
+
+@irdl_op_definition
+class MaxPool3DOp(_Pool3DOp):
+    name = "graph.max_pool3d"
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         return [_contiguous(self.max_and_argmax(x)[0]).astype(x.dtype)]
 
 
 @irdl_op_definition
-class AvgPool3DOp(_PoolNdOp):
+class AvgPool3DOp(_Pool3DOp):
     traits = traits_def(WidenF16())
     name = "graph.avg_pool3d"
-    kernel = IntsAttribute()
-    strides = IntsAttribute(default=(1, 1, 1))
-    padding = IntsAttribute(default=(0, 0, 0, 0, 0, 0))
-    dilations = IntsAttribute(default=(1, 1, 1))
-    ceil_mode = BoolAttribute()
     count_include_pad = BoolAttribute()
-    out = result_def(TensorType)
-
-    @classmethod
-    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
-        lead, (*_, out) = cls.geometry(operand_types, attrs)
-        return [tensor_type(lead + out, operand_types[0].element_type)]
 
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         include_pad = self.count_include_pad

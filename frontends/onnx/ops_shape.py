@@ -542,12 +542,16 @@ def _running_mask(n: int, exclusive: bool, reverse: bool) -> np.ndarray:
     return (i < j) if exclusive else (i <= j)
 
 
-def _cumulative_axis(node: Node, ctx: ImportContext, x: Tensor) -> int:
+def _cumulative(node: Node, ctx: ImportContext, x: Tensor):
+    """(the 0/1 running mask over the axis, the permutation moving the axis last, its
+    inverse) of a CumSum / CumProd node."""
     axis = ctx.const_ints(node.input(1), "axis")[0]
     axis = axis + x.rank if axis < 0 else axis
     if not 0 <= axis < x.rank:
         raise ctx.error(f"axis {axis} is out of range for rank {x.rank}")
-    return axis
+    tri = _running_mask(x.shape[axis], node.attr("exclusive", 0), node.attr("reverse", 0))
+    perm = [d for d in range(x.rank) if d != axis] + [axis]
+    return tri, perm, [perm.index(d) for d in range(x.rank)]
 
 
 @converts("CumSum")
@@ -555,10 +559,7 @@ def convert_cumsum(node: Node, ctx: ImportContext):
     # a running sum is a product with a triangular 0/1 matrix along the axis:
     # move the axis last, y = x @ T, move it back
     x = node.input(0)
-    axis = _cumulative_axis(node, ctx, x)
-    tri = _running_mask(x.shape[axis], node.attr("exclusive", 0), node.attr("reverse", 0))
-    perm = [d for d in range(x.rank) if d != axis] + [axis]
-    inverse = [perm.index(d) for d in range(x.rank)]
+    tri, perm, inverse = _cumulative(node, ctx, x)
     y = ctx.emit(g.MatmulOp, transpose(ctx, x, perm), ctx.constant(tri.astype(x.dtype)))
     return [transpose(ctx, y, inverse)]
 
@@ -568,10 +569,7 @@ def convert_cumprod(node: Node, ctx: ImportContext):
     # out[.., j] = prod over i of (T[i, j] ? x[.., i] : 1): a masked product
     # over an added input axis (exact, n x n elements per row)
     x = node.input(0)
-    axis = _cumulative_axis(node, ctx, x)
-    tri = _running_mask(x.shape[axis], node.attr("exclusive", 0), node.attr("reverse", 0))
-    perm = [d for d in range(x.rank) if d != axis] + [axis]
-    inverse = [perm.index(d) for d in range(x.rank)]
+    tri, perm, inverse = _cumulative(node, ctx, x)
     moved = ctx.emit(g.UnsqueezeOp, transpose(ctx, x, perm), axes=[x.rank - 1])  # [.., 1, n_in]
     mask = ctx.constant(tri.T.copy())  # [n_out, n_in]
     factors = ctx.emit(g.WhereOp, mask, moved, ctx.constant(np.ones((), dtype=x.dtype)))

@@ -33,6 +33,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from dlc.dialects import tloop
 from dlc.dialects.graph_base import is_bool, is_float, is_narrow, is_unsigned
+from dlc.lowering.memref_layout import row_major
 
 Index = SSAValue | int
 INDEX = IndexType()
@@ -396,6 +397,22 @@ class KernelBuilder:
             i = self.imin(i, hi - 1)
         return i, cond
 
+    def window_tap(self, out_ivs: Sequence[Index], tap_ivs: Sequence[Index], *, strides, dilations,
+                   pads, in_hw, out_hw, kernel) -> tuple[Index, Index, SSAValue | None]:
+        """(clamped input row, clamped input column, the inside-the-input condition or
+        None) of tap ``tap_ivs`` (kh, kw) of the 2-D window at output ``out_ivs`` (oh, ow):
+        windows with ``strides``, ``dilations`` and begin padding ``pads`` (top, left) over
+        an ``in_hw`` input; ``out_hw`` and ``kernel`` bound the positions, so only checks
+        that can fail are emitted. With :meth:`load_or`: a padded window, branch-free."""
+        (iv_oh, iv_ow), (iv_kh, iv_kw) = out_ivs, tap_ivs
+        (sh, sw), (dh, dw), (pt, pl) = strides, dilations, pads
+        (h, w), (oh, ow), (kh, kw) = in_hw, out_hw, kernel
+        ih = self.iadd(self.iadd(self.imul(iv_oh, sh), self.imul(iv_kh, dh)), -pt)
+        iw = self.iadd(self.iadd(self.imul(iv_ow, sw), self.imul(iv_kw, dw)), -pl)
+        ih, h_ok = self.clamp_index(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
+        iw, w_ok = self.clamp_index(iw, 0, w, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
+        return ih, iw, self.all_of([c for c in (h_ok, w_ok) if c is not None])
+
     def load_or(self, buf: SSAValue, indices: Sequence[Index], cond: SSAValue | None,
                 fill: SSAValue) -> SSAValue:
         """``cond ? buf[indices] : fill`` as load + ``arith.select`` (indices must be valid)."""
@@ -405,10 +422,7 @@ class KernelBuilder:
     # -- buffers -------------------------------------------------------------------
     def row_major_view(self, source: SSAValue, shape: list[int], hint: str | None = None) -> SSAValue:
         """``source``'s data seen as a row-major memref of ``shape`` (no copy)."""
-        strides = [1] * len(shape)
-        for i in range(len(shape) - 2, -1, -1):
-            strides[i] = strides[i + 1] * shape[i + 1]
-        view = self.emit(memref.ReinterpretCastOp(source, [], [], [], [0], shape, strides,
+        view = self.emit(memref.ReinterpretCastOp(source, [], [], [], [0], shape, row_major(shape),
                                                   MemRefType(source.type.element_type, shape)))
         if hint is not None:
             view.name_hint = hint

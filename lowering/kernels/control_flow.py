@@ -35,27 +35,31 @@ def row_type(t: TensorType, axis: int) -> TensorType:
     return TensorType(t.element_type, shape[:axis] + shape[axis + 1:])
 
 
-def read_row_kernel(x: TensorType, axis: int, name: str) -> func.FuncOp:
-    row = row_type(x, axis)
-    kb = KernelBuilder(name, [x, INDEX_TENSOR], [row], "scan.read_row", ["x", "index", "out"])
+def _row_copy(kb: KernelBuilder, row: TensorType, axis: int, into_stacked: bool) -> func.FuncOp:
+    """Copy row ``index`` (the kernel's second input) along ``axis`` of the stacked
+    tensor out of it (``into_stacked`` False: the first input is stacked) or into it."""
     at = _row_index(kb, kb.inputs[1])
     shape = row.get_shape()
     with kb.loops(_names(len(shape)), shape) as ivs:
-        source = ivs[:axis] + [at] + ivs[axis:]
-        kb.store(kb.load(kb.inputs[0], source), kb.outputs[0], ivs)
+        in_stacked = ivs[:axis] + [at] + ivs[axis:]
+        if into_stacked:
+            kb.store(kb.load(kb.inputs[0], ivs), kb.outputs[0], in_stacked)
+        else:
+            kb.store(kb.load(kb.inputs[0], in_stacked), kb.outputs[0], ivs)
     return kb.finish()
+
+
+def read_row_kernel(x: TensorType, axis: int, name: str) -> func.FuncOp:
+    row = row_type(x, axis)
+    kb = KernelBuilder(name, [x, INDEX_TENSOR], [row], "scan.read_row", ["x", "index", "out"])
+    return _row_copy(kb, row, axis, into_stacked=False)
 
 
 def write_row_kernel(stacked: TensorType, axis: int, name: str) -> func.FuncOp:
     row = row_type(stacked, axis)
     kb = KernelBuilder(name, [row, INDEX_TENSOR], [stacked], "scan.write_row",
                        ["row", "index", "out"])
-    at = _row_index(kb, kb.inputs[1])
-    shape = row.get_shape()
-    with kb.loops(_names(len(shape)), shape) as ivs:
-        target = ivs[:axis] + [at] + ivs[axis:]
-        kb.store(kb.load(kb.inputs[0], ivs), kb.outputs[0], target)
-    return kb.finish()
+    return _row_copy(kb, row, axis, into_stacked=True)
 
 
 def zero_kernel(t: TensorType, name: str) -> func.FuncOp:

@@ -270,13 +270,10 @@ def lower_conv2d(op: GraphOp, name: str, options: KernelOptions) -> func.FuncOp:
         kb.store(kb.const(0, et), kb.outputs[0], out_idx)
         group_base = kb.imul(kb.idiv(iv_o, opg), cpg) if groups > 1 else 0
         with kb.loops(["ic", "kh", "kw"], [cpg, kh, kw]) as (iv_ic, iv_kh, iv_kw):
-            ih = kb.iadd(kb.iadd(kb.imul(iv_oh, sh), kb.imul(iv_kh, dh)), -pt)
-            iw = kb.iadd(kb.iadd(kb.imul(iv_ow, sw), kb.imul(iv_kw, dw)), -pl)
             # padding: a clamped (always valid) load selected against zero, no
             # branch, so the schedule can vectorize and register-accumulate
-            ih, h_ok = kb.clamp_index(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
-            iw, w_ok = kb.clamp_index(iw, 0, wd, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
-            inside = kb.all_of([c for c in (h_ok, w_ok) if c is not None])
+            ih, iw, inside = kb.window_tap((iv_oh, iv_ow), (iv_kh, iv_kw), strides=(sh, sw), dilations=(dh, dw),
+                                           pads=(pt, pl), in_hw=(h, wd), out_hw=(oh, ow), kernel=(kh, kw))
             ci = kb.iadd(group_base, iv_ic)
             xv = kb.load_or(kb.inputs[0], _nchw_index(dl, iv_n, ci, ih, iw), inside, kb.const(0, et))
             wv = kb.load(kb.inputs[1], _oihw_index(kl, iv_o, iv_ic, iv_kh, iv_kw))

@@ -43,11 +43,8 @@ def lower_conv2d_nchwc(op: GraphOp, name: str) -> func.FuncOp:
         out_idx = [iv_n, iv_ob, iv_oh, iv_ow, iv_oc]
         kb.store(kb.const(0, et), kb.outputs[0], out_idx)
         with kb.loops(["icb", "kh", "kw", "ic"], [cb, kh, kw, ib]) as (iv_cb, iv_kh, iv_kw, iv_ic):
-            ih = kb.iadd(kb.iadd(kb.imul(iv_oh, sh), kb.imul(iv_kh, dh)), -pt)
-            iw = kb.iadd(kb.iadd(kb.imul(iv_ow, sw), kb.imul(iv_kw, dw)), -pl)
-            ih, h_ok = kb.clamp_index(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
-            iw, w_ok = kb.clamp_index(iw, 0, wd, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
-            inside = kb.all_of([c for c in (h_ok, w_ok) if c is not None])
+            ih, iw, inside = kb.window_tap((iv_oh, iv_ow), (iv_kh, iv_kw), strides=(sh, sw), dilations=(dh, dw),
+                                           pads=(pt, pl), in_hw=(h, wd), out_hw=(oh, ow), kernel=(kh, kw))
             xv = kb.load_or(kb.inputs[0], [iv_n, iv_cb, ih, iw, iv_ic], inside, kb.const(0, et))
             wv = kb.load(kb.inputs[1], [iv_ob, iv_cb, iv_kh, iv_kw, iv_ic, iv_oc])
             acc = kb.load(kb.outputs[0], out_idx)

@@ -81,17 +81,31 @@ def lower_gather_nd(op: GraphOp, name: str) -> func.FuncOp:
     return kb.finish()
 
 
-@kernel("graph.scatter_nd")
-def lower_scatter_nd(op: GraphOp, name: str) -> func.FuncOp:
+def _scatter_kernel(op: GraphOp, name: str):
+    """(builder, data type, indices type) of a scatter kernel whose output starts as a
+    copy of ``data``."""
     data, indices, updates = (o.type for o in op.operands)
     kb = KernelBuilder(name, [data, indices, updates], [data], op.name,
                        ["data", "indices", "updates", "out"])
-    reduction = op.reduction
+    _copy(kb, kb.inputs[0], kb.outputs[0], data.get_shape())
+    return kb, data, indices
+
+
+def _scatter_one(kb: KernelBuilder, reduction: str, src: list[Index], dst: list[Index], et) -> None:
+    """out[dst] = updates[src], combined with out[dst] unless ``reduction`` is "none"."""
+    new = kb.load(kb.inputs[2], src)
+    if reduction != "none":
+        new = _combine(kb, reduction, kb.load(kb.outputs[0], dst), new, et)
+    kb.store(new, kb.outputs[0], dst)
+
+
+@kernel("graph.scatter_nd")
+def lower_scatter_nd(op: GraphOp, name: str) -> func.FuncOp:
+    kb, data, indices = _scatter_kernel(op, name)
     d_shape, i_shape = data.get_shape(), indices.get_shape()
     b, k = op.batch_dims, i_shape[-1]
     lead = list(i_shape[:-1])
     tail = list(d_shape[b + k:])
-    _copy(kb, kb.inputs[0], kb.outputs[0], d_shape)
     with kb.loops(_names("i", len(lead)) + _names("s", len(tail)), lead + tail) as ivs:
         at, rest = list(ivs[:len(lead)]), list(ivs[len(lead):])
         dst: list[Index] = list(at[:b])
@@ -102,32 +116,22 @@ def lower_scatter_nd(op: GraphOp, name: str) -> func.FuncOp:
             dst.append(pos)
         dst += rest
         with kb.if_(kb.all_of(conds)):
-            new = kb.load(kb.inputs[2], at + rest)
-            if reduction != "none":
-                new = _combine(kb, reduction, kb.load(kb.outputs[0], dst), new, data.element_type)
-            kb.store(new, kb.outputs[0], dst)
+            _scatter_one(kb, op.reduction, at + rest, dst, data.element_type)
     return kb.finish()
 
 
 @kernel("graph.scatter_elements")
 def lower_scatter_elements(op: GraphOp, name: str) -> func.FuncOp:
-    data, indices, updates = (o.type for o in op.operands)
-    kb = KernelBuilder(name, [data, indices, updates], [data], op.name,
-                       ["data", "indices", "updates", "out"])
-    reduction = op.reduction
+    kb, data, indices = _scatter_kernel(op, name)
     d_shape, i_shape = data.get_shape(), indices.get_shape()
     axis = normalize_axis(op.axis, len(d_shape))
     n = d_shape[axis]
-    _copy(kb, kb.inputs[0], kb.outputs[0], d_shape)
     with kb.loops(_names("i", len(i_shape)), i_shape) as ivs:
         pos = kb.wrap_negative(_index_at(kb, kb.inputs[1], indices.element_type, ivs), n)
         dst = list(ivs)
         dst[axis] = pos
         with kb.if_(_inside(kb, pos, n)):
-            new = kb.load(kb.inputs[2], ivs)
-            if reduction != "none":
-                new = _combine(kb, reduction, kb.load(kb.outputs[0], dst), new, data.element_type)
-            kb.store(new, kb.outputs[0], dst)
+            _scatter_one(kb, op.reduction, list(ivs), dst, data.element_type)
     return kb.finish()
 
 

@@ -165,20 +165,29 @@ def _reflect(kb: KernelBuilder, i: Index, n: int) -> Index:
     return kb.iselect(past, kb.isub(period, m), m)
 
 
+def _copy_slabs(kb: KernelBuilder, parts, parts_types, whole: SSAValue, axis: int, into_whole: bool) -> None:
+    """Copy each of ``parts`` into (concat) or out of (split) its slab of ``whole``:
+    the parts lie one after the other along ``axis``."""
+    offset = 0
+    for buf, t in zip(parts, parts_types):
+        shape = t.get_shape()
+        with kb.loops(_names(len(shape)), shape) as ivs:
+            at = list(ivs)
+            at[axis] = kb.iadd(ivs[axis], offset)
+            if into_whole:
+                kb.store(kb.load(buf, ivs), whole, at)
+            else:
+                kb.store(kb.load(whole, at), buf, ivs)
+        offset += shape[axis]
+
+
 @kernel("graph.concat")
 def lower_concat(op: GraphOp, name: str) -> func.FuncOp:
     in_types = [o.type for o in op.operands]
     out_type = op.results[0].type
     kb = KernelBuilder(name, in_types, [out_type], op.name)
     axis = normalize_axis(op.axis, out_type.get_num_dims())
-    offset = 0
-    for buf, t in zip(kb.inputs, in_types):
-        shape = t.get_shape()
-        with kb.loops(_names(len(shape)), shape) as ivs:
-            dst = list(ivs)
-            dst[axis] = kb.iadd(ivs[axis], offset)
-            kb.store(kb.load(buf, ivs), kb.outputs[0], dst)
-        offset += shape[axis]
+    _copy_slabs(kb, kb.inputs, in_types, kb.outputs[0], axis, into_whole=True)
     return kb.finish()
 
 
@@ -188,14 +197,7 @@ def lower_split(op: GraphOp, name: str) -> func.FuncOp:
     out_types = [r.type for r in op.results]
     kb = KernelBuilder(name, [x], out_types, op.name)
     axis = normalize_axis(op.axis, x.get_num_dims())
-    offset = 0
-    for buf, t in zip(kb.outputs, out_types):
-        shape = t.get_shape()
-        with kb.loops(_names(len(shape)), shape) as ivs:
-            src = list(ivs)
-            src[axis] = kb.iadd(ivs[axis], offset)
-            kb.store(kb.load(kb.inputs[0], src), buf, ivs)
-        offset += shape[axis]
+    _copy_slabs(kb, kb.outputs, out_types, kb.inputs[0], axis, into_whole=False)
     return kb.finish()
 
 

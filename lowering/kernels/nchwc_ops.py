@@ -57,11 +57,8 @@ def _pool_nchwc(op: GraphOp, name: str, is_max: bool) -> func.FuncOp:
 
     def tap(iv_oh, iv_ow, i, j):
         """(clamped ih, clamped iw, inside-the-input condition or None) of tap (i, j)."""
-        ih = kb.iadd(kb.iadd(kb.imul(iv_oh, sh), kb.imul(i, dh)), -pt)
-        iw = kb.iadd(kb.iadd(kb.imul(iv_ow, sw), kb.imul(j, dw)), -pl)
-        ih, h_ok = kb.clamp_index(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
-        iw, w_ok = kb.clamp_index(iw, 0, w, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
-        return ih, iw, kb.all_of([cond for cond in (h_ok, w_ok) if cond is not None])
+        return kb.window_tap((iv_oh, iv_ow), (i, j), strides=(sh, sw), dilations=(dh, dw),
+                             pads=(pt, pl), in_hw=(h, w), out_hw=(oh, ow), kernel=(kh, kw))
 
     def combine(acc, ih, iw, inside, iv_n, iv_cb, iv_c):
         # outside taps contribute the identity (lowest for max, 0 for sums)

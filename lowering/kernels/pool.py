@@ -22,7 +22,7 @@ from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import UnitAttr, f64, i64
 from xdsl.ir import Attribute, SSAValue
 
-from dlc.dialects.graph import _window_attrs
+from dlc.dialects.graph import GlobalMaxPoolOp, _window_attrs
 from dlc.dialects.graph_base import GraphOp, is_float
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import Index, KernelBuilder, lowest
@@ -77,11 +77,8 @@ def _pool(op: GraphOp, name: str, is_max: bool, options: KernelOptions) -> func.
         out_idx = _index(layout, iv_n, iv_c, iv_oh, iv_ow)
         kb.store(kb.const(identity_value, et), kb.outputs[0], out_idx)
         with kb.loops(["kh", "kw"], [kh, kw]) as (iv_kh, iv_kw):
-            ih = kb.iadd(kb.iadd(kb.imul(iv_oh, sh), kb.imul(iv_kh, dh)), -pt)
-            iw = kb.iadd(kb.iadd(kb.imul(iv_ow, sw), kb.imul(iv_kw, dw)), -pl)
-            ih, h_ok = kb.clamp_index(ih, 0, h, -pt, (oh - 1) * sh + (kh - 1) * dh - pt)
-            iw, w_ok = kb.clamp_index(iw, 0, w, -pl, (ow - 1) * sw + (kw - 1) * dw - pl)
-            inside = kb.all_of([c for c in (h_ok, w_ok) if c is not None])
+            ih, iw, inside = kb.window_tap((iv_oh, iv_ow), (iv_kh, iv_kw), strides=(sh, sw), dilations=(dh, dw),
+                                           pads=(pt, pl), in_hw=(h, w), out_hw=(oh, ow), kernel=(kh, kw))
             # outside taps contribute the identity (lowest for max, 0 for sum)
             identity = kb.const(identity_value, et)
             xv = kb.load_or(kb.inputs[0], _index(layout, iv_n, iv_c, ih, iw), inside, identity)
@@ -274,7 +271,7 @@ def lower_avg_pool2d(op: GraphOp, name: str, options: KernelOptions) -> func.Fun
 def lower_global_pool(op: GraphOp, name: str) -> func.FuncOp:
     x_t, out_t = op.operands[0].type, op.results[0].type
     et = out_t.element_type
-    is_max = op.name == "graph.global_max_pool"
+    is_max = isinstance(op, GlobalMaxPoolOp)
     xs = x_t.get_shape()
     rank = len(xs)
     nhwc = op.layout == "NHWC"

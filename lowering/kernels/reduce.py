@@ -16,7 +16,7 @@ import math
 from xdsl.dialects import arith, func
 from xdsl.dialects.builtin import f64
 
-from dlc.dialects.graph import _reduce_axes
+from dlc.dialects.graph import ArgMaxOp, ReduceMeanOp, _reduce_axes
 from dlc.dialects.graph_base import GraphOp, is_float, normalize_axis
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import KernelBuilder, highest, lowest
@@ -55,7 +55,7 @@ def lower_reduce(op: GraphOp, name: str) -> func.FuncOp:
             xv = kb.load(kb.inputs[0], [by_dim[d] for d in range(len(shape))])
             acc = kb.load(kb.outputs[0], out_idx)
             kb.store(combine(acc, xv, et), kb.outputs[0], out_idx)
-        if op.name == "graph.reduce_mean":
+        if isinstance(op, ReduceMeanOp):
             count = math.prod(shape[d] for d in axes)
             ft = et if is_float(et) else f64
             total = kb.convert(kb.load(kb.outputs[0], out_idx), et, ft)
@@ -73,7 +73,7 @@ def lower_arg_reduce(op: GraphOp, name: str) -> func.FuncOp:
     axis = normalize_axis(op.axis, len(shape))
     keep = op.keepdims
     last = op.select_last_index
-    better = ("gt" if op.name == "graph.argmax" else "lt")
+    better = "gt" if isinstance(op, ArgMaxOp) else "lt"
     if last:
         better = better[0] + "e"
     kept = [d for d in range(len(shape)) if d != axis]

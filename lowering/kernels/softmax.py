@@ -19,6 +19,7 @@ from xdsl.dialects import func, memref
 from xdsl.dialects import math as xmath
 from xdsl.dialects.builtin import MemRefType
 
+from dlc.dialects.graph import LogSoftmaxOp
 from dlc.dialects.graph_base import GraphOp, normalize_axis
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import KernelBuilder, storage_type
@@ -37,7 +38,7 @@ def lower_softmax(op: GraphOp, name: str) -> func.FuncOp:
     row_max = kb.emit(memref.AllocaOp.get(scratch_t.element_type, shape=scratch_t.get_shape()))
     row_sum = kb.emit(memref.AllocaOp.get(scratch_t.element_type, shape=scratch_t.get_shape()))
     row_max.name_hint, row_sum.name_hint = "row_max", "row_sum"
-    log = op.name == "graph.log_softmax"
+    log = isinstance(op, LogSoftmaxOp)
     with kb.loops([f"d{k}" for k in range(len(rows))], [shape[d] for d in rows]) as outer:
         by_dim = dict(zip(rows, outer))
 

@@ -16,24 +16,13 @@ from __future__ import annotations
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
-from dlc.dialects.tloop import KERNEL_ATTR, ForOp
-from dlc.lowering.schedule.defaults_elementwise import schedule_generic
+from dlc.dialects.tloop import KERNEL_ATTR
+from dlc.lowering.schedule.defaults_elementwise import MIN_PARALLEL_ITERATIONS, schedule_generic
 from dlc.lowering.schedule.defaults_forms import apply_form_schedule
 from dlc.lowering.schedule.defaults_nchwc import mark_block_vectors
 from dlc.target import Target, as_target
 
-
-# Waking and joining a thread team costs ~50 us with the passive wait policy
-# (runtime/native.py), far more when the machine is oversubscribed: a nest runs
-# serially unless it does the work of this many iterations of a 64-op body
-# (defaults_elementwise.nest_work; about 1M op executions).
-MIN_PARALLEL_ITERATIONS = 16384
-
-
-def nest_iterations(loop: ForOp) -> int:
-    """Innermost-body executions of ``loop``'s nest (the largest branch)."""
-    inner = [op for op in loop.body.block.ops if isinstance(op, ForOp)]
-    return loop.trip_count * max((nest_iterations(i) for i in inner), default=1)
+__all__ = ["MIN_PARALLEL_ITERATIONS", "apply_default_schedules"]
 
 
 def apply_default_schedules(

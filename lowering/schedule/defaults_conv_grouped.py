@@ -249,7 +249,7 @@ def schedule_conv2d_depthwise(s: Schedule, target: Target) -> bool:
     """Per channel: a register tile of DW_VECTORS x 16 columns with the taps outside it,
     the copies vectorized; the channel loop parallel when the layer is big enough."""
     from dlc.lowering.kernels.conv_grouped import DW_VECTORS
-    from dlc.lowering.schedule.defaults import MIN_PARALLEL_ITERATIONS
+    from dlc.lowering.schedule.defaults_elementwise import MIN_PARALLEL_ITERATIONS
 
     n, oc, p = (s.loop(x).trip_count for x in ("dw_n", "dw_c", "p"))
     kh, kw = s.loop("kh").trip_count, s.loop("kw").trip_count

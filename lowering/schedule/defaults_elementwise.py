@@ -34,7 +34,14 @@ from dlc.lowering.schedule.core import inner_loops
 from dlc.lowering.schedule.rfactor import rfactor_reductions
 
 
-# ops of the reference loop body that MIN_PARALLEL_ITERATIONS counts (defaults.py)
+# Waking and joining a thread team costs ~50 us with the passive wait policy
+# (runtime/native.py), far more when the machine is oversubscribed: a nest runs
+# serially unless it does the work of this many iterations of a 64-op body
+# (nest_work; about 1M op executions). Here, below every schedule that reads it, so
+# that none imports defaults.py (which imports them).
+MIN_PARALLEL_ITERATIONS = 16384
+
+# ops of the reference loop body that MIN_PARALLEL_ITERATIONS counts
 OPS_PER_ITERATION = 64
 
 # set by a kernel generator on an innermost loop whose iterations are independent

@@ -243,8 +243,7 @@ def schedule_pool_nchwc(s: Schedule, target: Target) -> bool:
     affine indices from the analyses) and vectorized ``c`` loops, each
     kept one whole vector: unrolled first, LLVM would vectorize the ``ow`` loop instead,
     with gathers (measured: 4-6x slower)."""
-    from dlc.lowering.schedule.defaults import MIN_PARALLEL_ITERATIONS
-    from dlc.lowering.schedule.defaults_elementwise import schedule_nest
+    from dlc.lowering.schedule.defaults_elementwise import MIN_PARALLEL_ITERATIONS, schedule_nest
 
     if _names(s)[:4] != ["n", "cb", "oh", "ow"]:
         return False

@@ -27,6 +27,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from dlc.dialects.graph_base import is_float
 from dlc.diagnostics import OpError
+from dlc.lowering.memref_layout import row_major
 from dlc.registry import Registry
 
 PTR = llvm.LLVMPointerType()
@@ -90,11 +91,7 @@ def row_major_strides(memref: MemRefType) -> tuple[list[int], int]:
         return [int(s) for s in strides], int(offset)
     if not isinstance(layout, NoneAttr):
         raise UnsupportedError(f"memref layout {layout} is not supported")
-    strides, acc = [], 1
-    for d in reversed(shape):
-        strides.append(acc)
-        acc *= d
-    return list(reversed(strides)), 0
+    return row_major(shape), 0
 
 
 def byte_size(memref: MemRefType) -> int:

@@ -241,7 +241,17 @@ def _binary_intrinsic(lo, op):
 @handles("math.fma")
 def _fma(lo, op):
     type_ = llvm_type(op.results[0].type)
-    return lo.intrinsic(f"llvm.fma.{type_suffix(type_)}", [lo.v(o) for o in op.operands], type_)
+    args = [lo.v(o) for o in op.operands]
+    if isinstance(type_, Float16Type):
+        # x86 codegen turns llvm.fma.f16 into a call of a half-precision libcall the JIT
+        # cannot resolve (the process crashes). Computed in f64 instead: a * b is exact
+        # there, and for every result in f16's range a * b + c is exact or rounds without
+        # reaching an f16 halfway point, so rounding it to f16 rounds the exact value once
+        # (in f32 the two roundings differ: 0.05206 * -0.994 + -2.918 is one f16 ulp off).
+        # The f64 -> f16 step is _f64_to_f16's: a plain fptrunc is a libcall too.
+        wide = [lo.emit(llvm.FPExtOp(a, Float64Type())) for a in args]
+        return _f64_to_f16(lo, lo.intrinsic("llvm.fma.f64", wide, Float64Type()))
+    return lo.intrinsic(f"llvm.fma.{type_suffix(type_)}", args, type_)
 
 
 @handles("math.rsqrt")

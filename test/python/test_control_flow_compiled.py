@@ -14,7 +14,7 @@ from xdsl.dialects.builtin import ModuleOp, i1, i64
 import dlc
 from dlc.context import make_context
 from dlc.dialects import graph as g
-from dlc.driver import GRAPH_PASSES, _run_pass
+from dlc.driver import GRAPH_PASSES, run_pass
 from dlc.evaluator import evaluate
 from dlc.transforms.expand_control_flow import ExpandControlFlowPass
 from test_control_flow import T, body, module_of
@@ -27,8 +27,8 @@ def host_op_names(module: ModuleOp) -> list[str]:
     """Op names of the host functions after the default graph passes + lower-to-loops."""
     lowered = parse(to_text(module))
     for name in GRAPH_PASSES:
-        _run_pass(name, lowered, required=False)
-    _run_pass("lower-to-loops", lowered, required=True)
+        run_pass(name, lowered)
+    run_pass("lower-to-loops", lowered)
     hosts = [op for op in lowered.ops if isinstance(op, func.FuncOp) and "tloop.host" in op.attributes]
     assert hosts
     return [op.name for host in hosts for op in host.walk()]

@@ -211,3 +211,21 @@ def test_onnx_model_matches_onnxruntime(tmp_path):
         assert [s[0] for s in m.input_specs] == ["image"]
         assert [s[0] for s in m.output_specs] == ["probs"]
         np.testing.assert_allclose(m(x)[0], want, rtol=1e-5, atol=1e-6)
+
+
+def test_disable_passes_skips_a_pipeline_pass(monkeypatch):
+    """bench/models.py --no-expand-math: the pipeline leaves the named pass out, and
+    disable_passes(()) puts it back."""
+    import dlc.driver as driver
+
+    ran = []
+    monkeypatch.setattr(driver, "run_pass", lambda spec, module: ran.append(spec))
+    try:
+        driver.disable_passes({"expand-math"})
+        driver._pipeline_pass("expand-math", None)
+        driver._pipeline_pass("lower-to-loops{flat-conv=true}", None)
+        assert ran == ["lower-to-loops{flat-conv=true}"]
+    finally:
+        driver.disable_passes(())
+    driver._pipeline_pass("expand-math", None)
+    assert ran[-1] == "expand-math"

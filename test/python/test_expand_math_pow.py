@@ -22,8 +22,8 @@ def _compile(text: str, general_pow: bool = True):
 
     module = driver._parse(text, None)
     for name in driver.graph_passes(None):
-        driver._run_pass(name, module, required=False)
-    driver._run_pass("lower-to-loops", module, required=True)
+        driver.run_pass(name, module)
+    driver.run_pass("lower-to-loops", module)
     driver._apply_default_schedules(module)
     ExpandMathPass(general_pow=general_pow).apply(make_context(), module)
     return dlc.compile(module)

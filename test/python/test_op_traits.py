@@ -16,7 +16,9 @@ from xdsl.dialects.builtin import TensorType, f32, i1, i32
 from xdsl.ir import Block
 
 from dlc.dialects import graph as g
-from dlc.dialects.traits import Composite, Elementwise, FusionAnchor, LayoutFree, WidenF16
+from xdsl.traits import ConstantLike
+
+from dlc.dialects.traits import Composite, Elementwise, FusionAnchor, LayoutFree, ViewLike, WidenF16
 from dlc.lowering.kernels.elementwise import elementwise_kernel, scalar_compute
 
 # -- the lists the passes used before ------------------------------------------------
@@ -60,6 +62,10 @@ OLD_COMPOSITE = {
     "graph.dense", "graph.global_avg_pool", "graph.global_max_pool", "graph.batch_norm",
     "graph.layer_norm", "graph.softmax", "graph.log_softmax", "graph.squeeze", "graph.unsqueeze",
 }
+# bufferize (_VIEW_OPS: the result is a view of the operand's buffer)
+OLD_VIEWS = {"graph.reshape", "graph.squeeze", "graph.unsqueeze"}
+# lower-to-loops and bufferize (constants need no kernel; they become tloop.weight)
+OLD_CONSTANTS = {"graph.constant", "graph.weight"}
 
 OPS = {op.name: op for op in g.GRAPH_OPS}
 
@@ -100,6 +106,14 @@ def test_layout_free_is_the_old_sets():
 def test_composite_is_the_old_set():
     assert holding(Composite) == OLD_COMPOSITE
     assert {op.name for op in g.GRAPH_OPS if g.is_composite(op)} == OLD_COMPOSITE
+
+
+def test_view_like_is_the_old_set():
+    assert holding(ViewLike) == OLD_VIEWS
+
+
+def test_constant_like_is_the_old_set():
+    assert holding(ConstantLike) == OLD_CONSTANTS
 
 
 def _build(op_cls):
