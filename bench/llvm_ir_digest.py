@@ -4,8 +4,10 @@ bundled small CNN: the check that a refactoring changed no generated code.
     python -m dlc.bench.llvm_ir_digest [--out DIR] [--models squeezenet,resnet50]
 
 Prints `model sha256-prefix bytes` per model; run it on two trees (e.g. with
-PYTHONPATH pointing at a checkout of the old commit) and compare the columns. Same
-digest, same machine code, so the same speed and the same results. `--out` also writes
+PYTHONPATH pointing at a checkout of the old commit) with the same `--models` and compare
+the columns (weight globals are numbered per process, `@__dlc_w<module>_<i>`, so a digest
+depends on which models were compiled before it in that run). Same digest, same machine
+code, so the same speed and the same results. `--out` also writes
 each module's `.ll` for a diff.
 """
 
