@@ -1,8 +1,8 @@
 """The compilation target: which machine the schedules plan for.
 
 A :class:`Target` is built once at the top (``dlc.compile``, ``dlc-opt``) and passed
-down: to lower-to-loops and the default schedules as a pass option in TVM's
-target-string syntax, and as an argument below that. No schedule asks the build
+down: to the default schedules as a pass option in TVM's target-string syntax
+(``tloop-default-schedule{target="..."}``), and as an argument below that. No schedule asks the build
 machine what it is (a cross compile plans for the target, not the host)::
 
     Target.host()                                            # llvmlite's view of this CPU
