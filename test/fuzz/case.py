@@ -74,6 +74,7 @@ class Outcome:
     api_error: str | None = None  # "TypeName: message" when an API scenario raised
     api_note: str | None = None  # a scenario's own failure (wrong result, hung fork child)
     specials_broken: list[str] = field(default_factory=list)  # a FIFO/symlink/dir replaced
+    seconds: float = 0.0  # wall time of the case (for a worker of its own: with the start-up)
 
 
 def first_line(text: str) -> str:

@@ -136,6 +136,7 @@ def _run_batch_in(cases: list[Case], root: str, env: dict[str, str]) -> dict[str
         )
         by_id = {c.id: c for c in pending}
         current: str | None = None
+        started = time.monotonic()
         deadline = time.monotonic() + STARTUP_S + pending[0].timeout
         buf = b""
         done: list[str] = []
@@ -162,6 +163,7 @@ def _run_batch_in(cases: list[Case], root: str, env: dict[str, str]) -> dict[str
                 text = line.decode(errors="replace")
                 if text.startswith("BEGIN "):
                     current = text[6:]
+                    started = time.monotonic()
                     deadline = time.monotonic() + by_id[current].timeout
                 elif text.startswith("END "):
                     r = json.loads(text[4:])
@@ -171,6 +173,7 @@ def _run_batch_in(cases: list[Case], root: str, env: dict[str, str]) -> dict[str
                         listing_changed=diff_listing(before[r["id"]], listing(cwd)),
                         api_error=r["api_error"], api_note=r["api_note"],
                         specials_broken=_special_kinds(by_id[r["id"]], cwd),
+                        seconds=time.monotonic() - started,
                     )
                     done.append(r["id"])
                     current = None
@@ -183,7 +186,8 @@ def _run_batch_in(cases: list[Case], root: str, env: dict[str, str]) -> dict[str
         if died is not None:
             err_path = os.path.join(root, "io", current + ".err")
             tail = open(err_path, errors="replace").read(4000) if os.path.exists(err_path) else ""
-            outcomes[current] = Outcome(returncode=None, stderr=tail, died=died)
+            outcomes[current] = Outcome(returncode=None, stderr=tail, died=died,
+                                        seconds=time.monotonic() - started)
             done.append(current)
         pending = [c for c in pending if c.id not in done]
     return outcomes
@@ -232,8 +236,11 @@ def summary(results: list[Result]) -> str:
         total_failed += len(failed)
         lines.append(f"{family}: {len(rs)} cases, {len(rs) - len(failed)} passed, {len(failed)} failed")
     lines.append(f"total: {len(results)} cases, {len(results) - total_failed} passed, {total_failed} failed")
+    slow = sorted(results, key=lambda r: -r.outcome.seconds)[:5]
+    lines.append("slowest: " + ", ".join(f"{r.case.id} {r.outcome.seconds:.1f}s" for r in slow))
     for r in results:
         if not r.passed:
             detail = r.outcome.api_error if r.case.api else first_line(r.outcome.stderr)
+            detail = "".join(ch if ch >= " " else f"\\x{ord(ch):02x}" for ch in (detail or "")[:200])
             lines.append(f"FAIL {r.case.id} [{r.case.what}]: {'; '.join(r.problems)} | {detail or '(no stderr)'}")
     return "\n".join(lines)

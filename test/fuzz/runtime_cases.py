@@ -17,12 +17,14 @@ import numpy as np
 
 from .case import Case
 
+# 16x16: big enough for the packed, parallel kernel (at 4x4 aliasing and threads go unseen)
+N = 16
 MATMUL = """\
-func.func @main(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>) -> tensor<4x4xf32> {
-  %c = graph.matmul %a, %b : (tensor<4x4xf32>, tensor<4x4xf32>) -> tensor<4x4xf32>
-  func.return %c : tensor<4x4xf32>
+func.func @main(%a: tensor<NxNxf32>, %b: tensor<NxNxf32>) -> tensor<NxNxf32> {
+  %c = graph.matmul %a, %b : (tensor<NxNxf32>, tensor<NxNxf32>) -> tensor<NxNxf32>
+  func.return %c : tensor<NxNxf32>
 }
-"""
+""".replace("N", str(N))
 
 TWO_OUT = """\
 func.func @main(%a: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>) {
@@ -75,7 +77,7 @@ def _compiled(text: str = MATMUL):
 
 def _ab():
     rng = np.random.default_rng(0)
-    return rng.standard_normal((4, 4)).astype(np.float32), rng.standard_normal((4, 4)).astype(np.float32)
+    return rng.standard_normal((N, N)).astype(np.float32), rng.standard_normal((N, N)).astype(np.float32)
 
 
 def api_call(kind: str):
@@ -85,7 +87,7 @@ def api_call(kind: str):
         "dtype": (a.astype(np.float64), b),
         "int_dtype": (a.astype(np.int32), b),
         "shape": (a[:3], b),
-        "rank": (a.reshape(16), b),
+        "rank": (a.reshape(N * N), b),
         "count_few": (a,),
         "count_many": (a, b, b),
         "none": (None, b),
@@ -97,7 +99,7 @@ def api_call(kind: str):
 def api_noncontiguous():
     m = _compiled()
     a, b = _ab()
-    wide = np.zeros((4, 8), np.float32)
+    wide = np.zeros((N, 2 * N), np.float32)
     wide[:, ::2] = a
     (got,) = m(wide[:, ::2], b.T.copy().T)
     if not np.allclose(got, a @ b, rtol=1e-5, atol=1e-5):
@@ -119,8 +121,8 @@ def api_alias(which: str):
 def api_output_buffer(kind: str):
     m = _compiled()
     a, b = _ab()
-    out = {"noncontig": np.zeros((4, 8), np.float32)[:, ::2], "dtype": np.zeros((4, 4), np.float64),
-           "readonly": np.zeros((4, 4), np.float32), "count": None}[kind]
+    out = {"noncontig": np.zeros((N, 2 * N), np.float32)[:, ::2], "dtype": np.zeros((N, N), np.float64),
+           "readonly": np.zeros((N, N), np.float32), "count": None}[kind]
     if kind == "readonly":
         out.flags.writeable = False
     m(a, b, outputs=[out, out] if kind == "count" else [out])
@@ -223,7 +225,7 @@ def api_fork_after_threads():
             os._exit(0 if np.allclose(got, a @ b, rtol=1e-5, atol=1e-5) else 3)
         except BaseException:
             os._exit(4)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
@@ -232,7 +234,7 @@ def api_fork_after_threads():
         time.sleep(0.05)
     os.kill(pid, 9)
     os.waitpid(pid, 0)
-    return "the forked child hung on its first call (killed after 20 s)"
+    return "the forked child hung on its first call (killed after 10 s)"
 
 
 API = {f.__name__: f for f in [
@@ -255,7 +257,7 @@ def runtime_cases() -> list[Case]:
                           params=params or {}, files=files or {}, expect=expect, locators=locators, **kw))
 
     rng = np.random.default_rng(0)
-    a = rng.standard_normal((4, 4)).astype(np.float32)
+    a = rng.standard_normal((N, N)).astype(np.float32)
     model = {"m.mlir": MATMUL.encode()}
     run = ["dlc", "run", "m.mlir", "--repeat", "1"]
     add("dlc run, valid", "ok", [], run, files=model)
@@ -270,7 +272,7 @@ def runtime_cases() -> list[Case]:
     for value, expect in [("-1", "any"), ("18446744073709551616", "any"), ("x", "error")]:
         add(f"--seed {value}", expect, [r"--seed"], run + ["--seed", value], files=model)
     # inputs
-    b = rng.standard_normal((4, 4)).astype(np.float32)
+    b = rng.standard_normal((N, N)).astype(np.float32)
     npys = {"a.npy": _npy(a), "b.npy": _npy(b), "a3.npy": _npy(a[:3]), "a64.npy": _npy(a.astype(np.float64)),
             "bad.npy": _npy(a)[:40], "obj.npy": b"\x93NUMPY" + b"\x00" * 30}
     for what, inputs, expect, locs in [

@@ -48,7 +48,8 @@ def results(request):
 def test_fuzz_case(results, case_id):
     r = results[case_id]
     detail = r.outcome.api_error if r.case.api else r.outcome.stderr.strip()[:500]
-    assert r.passed, f"{case_id} [{r.case.what}]: {'; '.join(r.problems)}\n{detail}"
+    if not r.passed:
+        pytest.fail(f"{case_id} [{r.case.what}]: {'; '.join(r.problems)}\n{detail}", pytrace=False)
 
 
 def test_case_ids_are_stable():
