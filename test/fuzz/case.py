@@ -28,6 +28,15 @@ from dataclasses import dataclass, field
 MAX_LINE = 1000
 MAX_STDERR_LINES = 3
 
+# A Python exception's name inside a message: an exception path that was passed
+# through instead of being turned into a diagnostic ("cannot convert (IndexError: ...").
+PYTHON_EXCEPTION = re.compile(
+    r"\b(AttributeError|IndexError|KeyError|TypeError|ValueError|RecursionError|OverflowError|"
+    r"ZeroDivisionError|UnicodeDecodeError|JSONDecodeError|RuntimeError|AssertionError|NameError|"
+    r"FileNotFoundError|IsADirectoryError|NotADirectoryError|PermissionError|BadZipFile)\b")
+# A format placeholder left unfilled ("Expected suffix identifier after {first_char}").
+PLACEHOLDER = re.compile(r"\{[a-z][a-z_]*\}")
+
 # "file:line:col:" at the start of the first line.
 FILE_LINE_COL = r"^[^\s:][^:]*:\d+:\d+: error: "
 
@@ -96,6 +105,10 @@ def judge(case: Case, out: Outcome) -> list[str]:
         problems.append("internal error")
     if out.api_note:
         problems.append(out.api_note)
+    if PYTHON_EXCEPTION.search(err if case.api is None else (out.api_error or "")):
+        problems.append("a Python exception in the message")
+    if PLACEHOLDER.search(err):
+        problems.append("an unfilled {placeholder} in the message")
     if any(ord(ch) < 32 and ch not in "\n\t" for ch in err):
         problems.append("control characters in stderr")
     if out.specials_broken:

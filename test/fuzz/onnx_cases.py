@@ -154,12 +154,11 @@ def mut_const_index(m, rng):
 
 
 def mut_duplicate_producer(m, rng):
-    if len(m.graph.node) < 2:
-        return None
-    first, second = m.graph.node[0], m.graph.node[1]
-    first.output[0] = second.output[0]
-    return f"{first.name} and {second.name} both write {second.output[0]}", "error", \
-        _q(first.name, second.name, second.output[0])
+    """A second node writing the graph output (an Identity of the first input):
+    nothing dangles, only the producer is duplicated."""
+    target = m.graph.output[0].name
+    m.graph.node.append(helper.make_node("Identity", [m.graph.input[0].name], [target], "dup0"))
+    return f"dup0 writes {target} a second time", "error", _q("dup0", target)
 
 
 def mut_duplicate_input(m, rng):
