@@ -107,6 +107,8 @@ def judge(case: Case, out: Outcome) -> list[str]:
         problems.append(out.api_note)
     if PYTHON_EXCEPTION.search(err if case.api is None else (out.api_error or "")):
         problems.append("a Python exception in the message")
+    if re.search(r"\w+Warning: ", err):
+        problems.append("a Python warning in stderr")
     if PLACEHOLDER.search(err):
         problems.append("an unfilled {placeholder} in the message")
     if any(ord(ch) < 32 and ch not in "\n\t" for ch in err):

@@ -216,6 +216,49 @@ def seeds_loop() -> bytes:
     return _LOOPS_CACHE[0]
 
 
+def _translate_stdout(argv: list[str]) -> bytes:
+    """What ``dlc-translate ARGV`` prints (in-process, once per suite build)."""
+    import contextlib
+    import io
+
+    from dlc.tools import dlc_translate
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        code = dlc_translate.main(argv)
+    if code != 0:
+        raise RuntimeError(f"fuzz seed: dlc-translate {' '.join(argv)} failed")
+    return buf.getvalue().encode()
+
+
+def _self_contained(n: int) -> list[Case]:
+    """IR text that must stand on its own: imported ONNX printed to stdout (no .npz
+    beside it), elided output parsed back, loop IR run with --check; a truncated .npz."""
+    onnx_path = os.path.join(ROOT, "examples", "small_cnn.onnx")
+    piped = _translate_stdout(["--from-onnx", onnx_path])
+    elided = _translate_stdout(["--from-onnx", onnx_path, "--elide-constants", "16"])
+    cnn = _read("examples/small_cnn.mlir")
+    npz = _read("examples/small_cnn.weights.npz")
+    items = [
+        ("small_cnn imported to stdout, --to-llvm", piped, ["dlc-translate", "--to-llvm", "in.mlir", "-o", "out.ll"],
+         "ok", {}, LOCATED),
+        ("small_cnn imported to stdout, lowered to loops", piped, ["dlc-opt", "in.mlir", "-p", TO_LOOPS, "-o",
+                                                                   "out.mlir"], "ok", {}, LOCATED),
+        ("small_cnn --elide-constants output parsed back", elided, ["dlc-opt", "in.mlir", "-o", "out.mlir"], "ok", {},
+         LOCATED),
+        ("small_cnn --elide-constants output run: names the elided weight", elided,
+         ["dlc", "run", "in.mlir", "--repeat", "1"], "error", {}, [FILE_LINE_COL, r"elided"]),
+        ("dlc-opt's own loop IR, dlc run --check", seeds_loop(), ["dlc", "run", "in.mlir", "--repeat", "1", "--check"],
+         "ok", {}, LOCATED),
+        ("small_cnn with a truncated weights .npz", cnn, ["dlc-opt", "in.mlir", "-p", "fold-constant", "-o",
+                                                          "out.mlir"], "error",
+         {"small_cnn.weights.npz": npz[: len(npz) // 2]}, [r"small_cnn\.weights\.npz"]),
+        ("small_cnn with its weights .npz missing", cnn, ["dlc-translate", "--to-llvm", "in.mlir", "-o", "out.ll"],
+         "error", {}, [r"small_cnn\.weights\.npz"]),
+    ]
+    return [_case(n + i, w, t, a, e, files=f, locators=loc) for i, (w, t, a, e, f, loc) in enumerate(items)]
+
+
 def _loop_bounds(n: int) -> list[Case]:
     """Constant loop bounds past the buffers they index: a compile-time error, never a
     segfault or heap corruption at run time."""
@@ -249,7 +292,6 @@ def mlir_cases() -> list[Case]:
                     cases.append(_case(n, f"{name}: {what}: {how}", mutant, argv, expect, files,
                                        locators=locators))
                     n += 1
-    cases += _structural(n)
-    n += len(cases) - n
-    cases += _loop_bounds(n)
+    for extra in (_structural, _self_contained, _loop_bounds):
+        cases += extra(len(cases))
     return cases

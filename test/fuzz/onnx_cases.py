@@ -218,7 +218,25 @@ def mut_initializer_shape(m, rng):
     return f"initializer {t.name} dims {list(t.dims)} for {np.prod(t.dims[:-1])} values", "error", _q(t.name)
 
 
-MODEL_MUTATORS = [mut_attr_value, mut_attr_type, mut_input_dim, mut_const_index, mut_duplicate_producer,
+def mut_empty_node_names(m, rng):
+    """Node names are optional in ONNX: errors must then name the node's output."""
+    for node in m.graph.node:
+        node.name = ""
+    return "every node name empty", "any", _q(*_names(m))
+
+
+def mut_empty_input_name(m, rng):
+    g = m.graph
+    old = g.input[0].name
+    g.input[0].name = ""
+    for node in g.node:
+        for k, name in enumerate(node.input):
+            if name == old:
+                node.input[k] = ""
+    return f"graph input '{old}' renamed ''", "error", _q(*_names(m), old) + [r"graph input"]
+
+
+MODEL_MUTATORS = [mut_empty_node_names, mut_empty_input_name, mut_attr_value, mut_attr_type, mut_input_dim, mut_const_index, mut_duplicate_producer,
                   mut_duplicate_input, mut_empty_name, mut_undefined_input, mut_opset, mut_unknown_domain,
                   mut_output_type, mut_initializer_shape]
 
@@ -262,15 +280,17 @@ def onnx_cases() -> list[Case]:
     cases: list[Case] = []
     n = 0
     models = seeds()
-    for name, model in models.items():
+    for seed_index, (name, model) in enumerate(models.items()):
         # the valid seed itself: must import
         cases.append(_translate_case(n, f"{name}: unmutated", model.SerializeToString(), "ok", []))
         n += 1
         rng = random.Random(f"onnx-{name}")
         others = [mu for mu in MODEL_MUTATORS if mu is not mut_const_index]
-        rng.shuffle(others)
-        # the constant-index mutation wherever it applies, and a seeded choice of the rest
-        for mutator in [mut_const_index] + others[: 5 if name != "small_cnn" else 4]:
+        # the constant-index mutation wherever it applies, and the others in rotation
+        # (every mutator meets several seeds); the rng picks the values
+        k = 5 if name != "small_cnn" else 4
+        chosen = [others[(seed_index * 5 + j) % len(others)] for j in range(k)]
+        for mutator in [mut_const_index] + chosen:
             m = _copy(model)
             got = mutator(m, rng)
             if got is None:
@@ -299,6 +319,26 @@ def onnx_cases() -> list[Case]:
     external = _external_cases(n)
     cases += external
     n += len(external)
+    # attribute kinds named in issue 14: Softmax axis="one", a Transpose perm of floats
+    soft = _copy(models["softmax"])
+    soft.graph.node[0].attribute[0].CopyFrom(helper.make_attribute("axis", "one"))
+    cases.append(_translate_case(n, 'softmax: axis="one"', soft.SerializeToString(), "error",
+                                 _q("softmax0", "y", "axis")))
+    n += 1
+    perm = helper.make_node("Transpose", ["x"], ["y"], "transpose0")
+    perm.attribute.append(helper.make_attribute("perm", [1.0, 0.0]))
+    tr = _model([perm], [helper.make_tensor_value_info("x", F, [2, 3])], [helper.make_tensor_value_info("y", F, [3, 2])])
+    cases.append(_translate_case(n, "Transpose perm as floats", tr.SerializeToString(), "error",
+                                 _q("transpose0", "y", "perm")))
+    n += 1
+    # Range with delta 0: an error at the node, not a numpy warning with a source path
+    rng_model = _model([helper.make_node("Range", ["start", "limit", "delta"], ["y"], "range0")], [],
+                       [helper.make_tensor_value_info("y", F, [5])],
+                       [_init("start", np.array(0, np.float32)), _init("limit", np.array(5, np.float32)),
+                        _init("delta", np.array(0, np.float32))])
+    cases.append(_translate_case(n, "Range with delta 0", rng_model.SerializeToString(), "error",
+                                 _q("range0", "y", "delta")))
+    n += 1
     # a few full compiles + runs of mutants (the import check must stop them before the JIT)
     runs = [
         ("gather", "gather: index 5 on a dim of 2, dlc run", lambda m: m.graph.initializer[0].CopyFrom(

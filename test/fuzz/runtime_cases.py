@@ -237,7 +237,17 @@ def api_fork_after_threads():
     return "the forked child hung on its first call (killed after 10 s)"
 
 
-API = {f.__name__: f for f in [
+def api_te_compile():
+    """``import dlc; dlc.te.compile(...)`` as the README shows it."""
+    import dlc
+
+    fn = dlc.te.compile("input A: f32[4, 3]\ninput B: f32[3, 5]\nC[i, j] = sum(k: A[i, k] * B[k, j])\n")
+    a, b = np.ones((4, 3), np.float32), np.ones((3, 5), np.float32)
+    (got,) = fn(a, b)
+    return None if np.allclose(got, a @ b) else "dlc.te.compile gave a wrong product"
+
+
+API = {f.__name__: f for f in [api_te_compile, 
     api_call, api_noncontiguous, api_alias, api_output_buffer, api_threads, api_compile_threads, api_export,
     api_load_truncated, api_load_corrupt_metadata, api_load_not_a_library, api_reexport_same_path,
     api_fork_after_threads,
@@ -351,5 +361,6 @@ def runtime_cases() -> list[Case]:
         add(f"API: load a {kind} model.so", "error", [r"model\.so"], api="api_load_not_a_library",
             params={"kind": kind}, scratch=["model.so"])
     add("API: re-export to the same path and load again", "ok", [], api="api_reexport_same_path", isolated=True)
+    add("API: import dlc; dlc.te.compile(...) as the README shows", "ok", [], api="api_te_compile", isolated=True)
     add("API: fork after a 2-thread call", "ok", [], api="api_fork_after_threads", isolated=True, timeout=90)
     return cases
