@@ -247,7 +247,24 @@ def api_te_compile():
     return None if np.allclose(got, a @ b) else "dlc.te.compile gave a wrong product"
 
 
-API = {f.__name__: f for f in [api_te_compile, 
+def selftest_crash():
+    """For the runner's own test: die by SIGSEGV."""
+    import ctypes
+
+    ctypes.string_at(0)
+
+
+def selftest_hang():
+    """For the runner's own test: never return."""
+    while True:
+        time.sleep(1)
+
+
+def selftest_ok():
+    return None
+
+
+API = {f.__name__: f for f in [selftest_crash, selftest_hang, selftest_ok, api_te_compile, 
     api_call, api_noncontiguous, api_alias, api_output_buffer, api_threads, api_compile_threads, api_export,
     api_load_truncated, api_load_corrupt_metadata, api_load_not_a_library, api_reexport_same_path,
     api_fork_after_threads,

@@ -80,3 +80,17 @@ def test_oracle_flags_each_failure_kind():
     ok = Case(id="y", family="mlir", what="w", expect="ok")
     assert judge(ok, Outcome(returncode=1, stderr="in.mlir:1:2: error: no")) == ["valid input refused"]
     assert judge(ok, Outcome(returncode=0, specials_broken=["p (fifo) replaced"])) == ["clobbered: p (fifo) replaced"]
+
+
+def test_runner_catches_crash_and_hang():
+    """A case that kills its worker or hangs is reported as such, and the cases after
+    it in the same batch still run (in a new worker)."""
+    from dlc_fuzz.case import Case
+
+    cases = [Case(id="t-crash", family="t", what="segfault", api="selftest_crash"),
+             Case(id="t-hang", family="t", what="hang", api="selftest_hang", timeout=3),
+             Case(id="t-ok", family="t", what="ok", api="selftest_ok", expect="ok")]
+    got = {r.case.id: r for r in fuzz.run_cases(cases)}
+    assert got["t-crash"].outcome.died.startswith("signal 11"), got["t-crash"].outcome
+    assert got["t-hang"].outcome.died.startswith("timeout"), got["t-hang"].outcome
+    assert got["t-ok"].passed and got["t-ok"].outcome.returncode == 0
