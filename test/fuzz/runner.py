@@ -108,6 +108,13 @@ def _special_kinds(case: Case, cwd: str) -> list[str]:
     return broken
 
 
+def _worker_env(extra: dict[str, str]) -> dict[str, str]:
+    """The caller's environment without the knobs that change what a case prints
+    (DLC_TRACEBACK) or how many threads it uses, plus the case's own variables."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DLC_TRACEBACK", "DLC_NUM_THREADS")}
+    return {**env, **extra}
+
+
 def _run_batch(cases: list[Case], root: str, env: dict[str, str]) -> dict[str, Outcome]:
     readers = _FifoReaders(cases, root)
     try:
@@ -131,7 +138,7 @@ def _run_batch_in(cases: list[Case], root: str, env: dict[str, str]) -> dict[str
             json.dump({"cases": items}, f)
         proc = subprocess.Popen(
             [sys.executable, FUZZ_DIR, "--worker", batch_file],
-            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env={**os.environ, **env},
+            stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, env=_worker_env(env),
             start_new_session=True,
         )
         by_id = {c.id: c for c in pending}
