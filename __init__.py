@@ -15,4 +15,8 @@ def __getattr__(name: str):
         from dlc.driver import compile
 
         return compile
+    if name == "te":  # `dlc.te.compile(...)` after a plain `import dlc`, as the README shows
+        import importlib
+
+        return importlib.import_module("dlc.te")
     raise AttributeError(f"module 'dlc' has no attribute {name!r}")
