@@ -240,6 +240,14 @@ def reference_outputs(path: str, kind: str, entry: str | None, inputs: list[np.n
         from dlc.evaluator import evaluate
 
         module = parse_mlir(path)
+        if any("tloop.host" in op.attributes for op in module.ops):
+            # loop IR (dlc-opt's lower-to-loops output): its interpreter is the reference
+            from dlc.lowering.interp import InterpError, LoopProgram
+
+            try:
+                return LoopProgram(module).run(inputs, entry)
+            except InterpError as err:
+                raise DiagnosticError(f"loop-IR interpreter: {err}") from None
         return _guard("reference evaluator", evaluate, module, inputs, entry)
     if kind == "pt2":  # torch itself runs the exported program
         return _guard("torch reference", _run_pt2, path, inputs)
