@@ -60,6 +60,9 @@ def build_arg_parser() -> ArgumentParser:
                      help="save an output as .npy, in output order (repeatable)")
     run.add_argument("--rtol", type=float, default=1e-4, help="--check/--expect relative tolerance (floats)")
     run.add_argument("--atol", type=float, default=1e-5, help="--check/--expect absolute tolerance (floats)")
+    run.add_argument("--bisect", action="store_true",  # tools/numeric_bisect.py
+                     help="ONNX: compare every intermediate value with onnxruntime and name the first "
+                          "node that diverges (--rtol/--atol)")
     return ap
 
 
@@ -296,6 +299,10 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, 
 
 
 def cmd_run(args) -> int:
+    if args.bisect:
+        from dlc.tools.numeric_bisect import bisect_command
+
+        return bisect_command(args)
     kind = _kind(args.model)
     if args.repeat < 1:
         raise DiagnosticError("--repeat needs a number >= 1")
