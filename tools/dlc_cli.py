@@ -2,7 +2,8 @@
 
     dlc compile model.onnx -o model.so [--target llvm] [--pass-timing]
     dlc run model.mlir|model.onnx|model.so [--entry NAME] [--input x.npy | --input x=x.npy ...]
-            [--check] [--repeat N] [--threads N] [--seed S]
+            [--check] [--repeat N] [--threads N] [--seed S] [--bisect]
+    dlc view model.onnx|model.mlir -o graph.html [--profile trace.json]
 
 ``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
 is parsed here first, so syntax and verifier errors point at the source line);
@@ -63,6 +64,11 @@ def build_arg_parser() -> ArgumentParser:
     run.add_argument("--bisect", action="store_true",  # tools/numeric_bisect.py
                      help="ONNX: compare every intermediate value with onnxruntime and name the first "
                           "node that diverges (--rtol/--atol)")
+
+    view = sub.add_parser("view", help="write an HTML page of the graph after the graph passes")  # tools/graph_view.py
+    view.add_argument("model", help="model.onnx or graph-level model.mlir")
+    view.add_argument("-o", "--output", required=True, help="output page (.html)")
+    view.add_argument("--profile", metavar="TRACE.json", help="a Chrome trace: kernel times as colours")
     return ap
 
 
@@ -376,6 +382,10 @@ def run(argv: list[str]) -> int:
     args = build_arg_parser().parse_args(argv)
     if args.command == "compile":
         return cmd_compile(args)
+    if args.command == "view":
+        from dlc.tools.graph_view import view_command
+
+        return view_command(args)
     return cmd_run(args)
 
 
