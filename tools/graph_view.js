@@ -88,8 +88,10 @@
       label.textContent = e.label;
     });
     let drawn = 0, selected = null;
+    const boxes = {};
     for (const n of data.nodes) {
       const box = g.node(n.id);
+      boxes[n.id] = { x: box.x, y: box.y, element: null };
       const ng = el("g", { class: "node " + n.kind, "data-id": n.id,
                            transform: `translate(${box.x - box.width / 2},${box.y - box.height / 2})` }, nodeLayer);
       const rect = el("rect", { width: box.width, height: box.height, rx: n.kind === "op" ? 3 : 10 }, ng);
@@ -105,21 +107,26 @@
         selected = ng;
         ng.classList.add("selected");
         const t = timeLine(n.id);
-        irPane.textContent = n.ir + (t ? "\n\n// time: " + t : "");
+        irPane.textContent = `// ${n.label} (#${n.id})\n` + n.ir + (t ? "\n\n// time: " + t : "");
       });
+      boxes[n.id].element = ng;
       if (n.kind === "op") drawn++;
     }
     const size = g.graph();
-    return { drawn: drawn, width: size.width, height: size.height };
+    return { drawn: drawn, width: size.width, height: size.height, boxes: boxes };
   }
 
   // pan (drag) and zoom (wheel) through the viewBox
-  function navigate(width, height) {
+  function navigate(width, height, focus) {
     // start at the top, at full size unless the graph is wider than the pane
     const pw = Math.max(svg.clientWidth, 1), ph = Math.max(svg.clientHeight, 1);
     const scale = Math.min(1, pw / Math.max(width, 1));
     const view = { w: pw / scale, h: ph / scale, y: 0 };
     view.x = (width - view.w) / 2;
+    if (focus) {  // page.html#<node id>: that node in the middle
+      view.x = focus.x - view.w / 2;
+      view.y = Math.max(0, focus.y - view.h / 2);
+    }
     const apply = () => svg.setAttribute("viewBox", `${view.x} ${view.y} ${view.w} ${view.h}`);
     apply();
     svg.addEventListener("wheel", (ev) => {
@@ -147,7 +154,9 @@
 
   try {
     const result = draw();
-    navigate(result.width, result.height);
+    const focus = result.boxes[decodeURIComponent(location.hash.slice(1))];
+    navigate(result.width, result.height, focus);
+    if (focus) focus.element.dispatchEvent(new MouseEvent("click"));
     const groups = data.clusters.filter((c) => c.kind === "group").length;
     let stats = `${data.op_count} ops, ${groups} fused groups`;
     if (profile) {

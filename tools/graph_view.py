@@ -205,8 +205,8 @@ def graph_data(module: ModuleOp, title: str, profile: dict[str, float] | None = 
             node = {"id": nid, "kind": "op", "label": op.name.split(".", 1)[-1], "parent": parent,
                     "sub": _weights_label(op), "kernel": kernel if op not in groups else None,
                     "ir": "\n".join(consts + [texts[op]])}
-            if kernel and op not in groups:
-                node["ir"] += f"\n\n// kernel @{kernel}"
+            if kernel:
+                node["ir"] += f"\n\n// {'fused into ' if op in groups else ''}kernel @{kernel}"
             nodes.append(node)
             for v in op.operands:
                 if v in source:
@@ -310,7 +310,7 @@ def render_html(data: dict) -> str:
         f"<title>dlc view: {title}</title>\n<style>{PAGE_CSS}</style></head>\n<body>\n"
         f"<div id=\"bar\"><b>{title}</b> <span id=\"stats\"></span> <span id=\"legend\"></span></div>\n"
         "<div id=\"main\"><svg id=\"graph\" xmlns=\"http://www.w3.org/2000/svg\"></svg>"
-        "<pre id=\"ir\">click an op to see its IR</pre></div>\n"
+        "<pre id=\"ir\">click an op or a fused group to see its IR (page.html#ID opens at the op with id ID)</pre></div>\n"
         "<script>/* @dagrejs/dagre 3.1.3 (MIT), see tools/vendor/ */\n" + vendor + "\n</script>\n"
         f"<script type=\"application/json\" id=\"dlc-graph\">{payload}</script>\n"
         "<script>\n" + _read(PAGE_JS) + "\n</script>\n</body></html>\n"
