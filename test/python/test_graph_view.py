@@ -146,3 +146,39 @@ def test_resnet50_page_in_headless_chromium(tmp_path):
     result = chromium("--window-size=1400,900", f"--screenshot={shot}", page.as_uri())
     assert result.returncode == 0, result.stderr[-2000:]
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+TWO_FUNCTIONS = """\
+func.func @main(%a: tensor<3x4xf32>, %b: tensor<4xf32>) -> tensor<3x4xf32> {
+  %c = graph.add %a, %b : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
+  %d = graph.relu %c : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  func.return %d : tensor<3x4xf32>
+}
+func.func @other(%a: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %c = graph.exp %a : (tensor<3x4xf32>) -> tensor<3x4xf32>
+  func.return %c : tensor<3x4xf32>
+}
+"""
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (Debian package 'chromium'; CI installs it)")
+def test_profiled_page_with_two_functions_in_headless_chromium(tmp_path):
+    source = tmp_path / "two.mlir"
+    source.write_text(TWO_FUNCTIONS)
+    module = load_graph(str(source))
+    data = graph_data(module, "two.mlir")
+    group = next(c for c in data["clusters"] if c["kind"] == "group")
+    exp = next(n for n in data["nodes"] if n["label"] == "exp")
+    assert [c["label"] for c in data["clusters"] if c["kind"] == "function"] == ["@main", "@other"]
+    profile = {group["kernel"]: 80.0, exp["kernel"]: 20.0}
+    page = tmp_path / "two.html"
+    page.write_text(render_html(graph_data(module, "two.mlir", profile)))
+    dom = chromium("--dump-dom", f"{page.as_uri()}#{exp['id']}")
+    assert [line for line in dom.stderr.splitlines() if ":CONSOLE" in line] == []
+    assert re.search(r'<body data-rendered="3"', dom.stdout)
+    # the group's box is coloured (the slowest: red end), the exp op too, its IR shown (#id)
+    assert re.search(r'<g class="cluster group"[^>]*><rect [^>]*style="fill: rgb\(235, 60, 35\)', dom.stdout)
+    assert re.search(rf'<g class="node op selected" data-id="{re.escape(exp["id"])}"[^>]*><rect [^>]*style="fill: rgb',
+                     dom.stdout)
+    assert "graph.exp" in re.search(r'<pre id="ir">(.*?)</pre>', dom.stdout, re.S).group(1)
+    assert "0.020 ms (20.0%)" in dom.stdout
