@@ -14,7 +14,9 @@ It shows
   and the layout-free ops after them produce);
 * with ``--profile trace.json``, each kernel's time as a colour (white to red) and in
   its label;
-* a click on an op shows its IR text (and the constants it reads) beside the graph.
+* a click on an op shows its IR text (and the constants it reads) beside the graph;
+  ``graph.html#main.op20`` opens at the op with that id. Control-flow ops (graph.if,
+  loop, scan) are one box each, their bodies in their IR text.
 
 Kernel names: the view runs lower-to-loops' bufferization (``bufferize_function``)
 with a kernel cache that records which kernel symbol each op or group gets, so names
@@ -344,7 +346,9 @@ def view_command(args) -> int:
         profile, skipped = read_profile(args.profile)
         note = f", profile {args.profile} ({len(profile)} kernels, {skipped} other events)"
     module = load_graph(args.model, getattr(args, "layout", None))
-    data = graph_data(module, os.path.basename(args.model), profile)
+    from dlc.tools.dlc_cli import _guard
+
+    data = _guard(f"'{args.model}'", graph_data, module, os.path.basename(args.model), profile)
     write_atomically(args.output, render_html(data))  # one-line error on failure, no partial page
     print(f"wrote {args.output}: {data['op_count']} ops, "
           f"{sum(c['kind'] == 'group' for c in data['clusters'])} fused groups{note}")

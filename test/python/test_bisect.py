@@ -30,6 +30,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SMALL_CNN = os.path.join(ROOT, "examples", "small_cnn.onnx")
 
 
+def add_half_to_output(kernel):
+    """Make ``kernel`` wrong: every value it stores into its output gets + 0.5."""
+    out = kernel.body.block.args[-1]
+    for store in [o for o in kernel.walk() if isinstance(o, memref.StoreOp) and o.memref is out]:
+        half = arith.ConstantOp(FloatAttr(0.5, store.value.type))
+        wrong = arith.AddfOp(store.value, half.result)
+        store.parent.insert_ops_before([half, wrong], store)
+        store.operands = [wrong.result, *store.operands[1:]]
+    return kernel
+
+
 @pytest.fixture
 def wrong_kernel():
     """``wrong_kernel("graph.tanh")``: that op's kernel stores value + 0.5."""
@@ -38,18 +49,8 @@ def wrong_kernel():
     def inject(op_name: str) -> None:
         real = KERNELS[op_name]
         saved[op_name] = real
-
-        def perturbed(op, name, *options):
-            kernel = real(op, name, *options)
-            out = kernel.body.block.args[-1]
-            for store in [o for o in kernel.walk() if isinstance(o, memref.StoreOp) and o.memref is out]:
-                half = arith.ConstantOp(FloatAttr(0.5, store.value.type))
-                wrong = arith.AddfOp(store.value, half.result)
-                store.parent.insert_ops_before([half, wrong], store)
-                store.operands = [wrong.result, *store.operands[1:]]
-            return kernel
-
-        KERNELS.add(op_name, perturbed, replace=True)
+        KERNELS.add(op_name, lambda op, name, *options: add_half_to_output(real(op, name, *options)),
+                    replace=True)
 
     yield inject
     for op_name, real in saved.items():
@@ -127,6 +128,24 @@ def test_torch_exported_model(tmp_path, capsys, wrong_kernel):
     code, out, _ = bisect(capsys, str(path))
     assert code == 1
     assert out.startswith(f"bisect: first divergence at node '{tanh}' (Tanh)")
+
+
+def test_wrong_fused_kernel_is_reported(tmp_path, capsys, monkeypatch):
+    # every fused group's kernel is wrong: exposing the values splits the groups, so only
+    # the model compiled as it is shows the error
+    import dlc.lowering.fused as fused
+
+    real = fused.fused_kernel
+    monkeypatch.setattr(fused, "fused_kernel", lambda *args, **kw: add_half_to_output(real(*args, **kw)))
+    path = str(tmp_path / "mlp.onnx")
+    mlp_model(path)
+    code, out, _ = bisect(capsys, path)
+    assert code == 1
+    first, second = out.splitlines()[:2]
+    assert first == "bisect: no divergence (5 values compared)"
+    assert second.startswith("bisect: but the model compiled as it is (fused) differs from onnxruntime "
+                             "at output 'y' of node 'out' (Sigmoid): max abs err")
+    assert second.endswith("the error is inside a fused kernel (exposing the values splits the groups)")
 
 
 def test_tolerances_decide(tmp_path, capsys, wrong_kernel):
