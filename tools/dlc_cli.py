@@ -62,8 +62,8 @@ def build_arg_parser() -> ArgumentParser:
     run.add_argument("--rtol", type=float, default=1e-4, help="--check/--expect relative tolerance (floats)")
     run.add_argument("--atol", type=float, default=1e-5, help="--check/--expect absolute tolerance (floats)")
     run.add_argument("--bisect", action="store_true",  # tools/numeric_bisect.py
-                     help="ONNX: compare every intermediate value with onnxruntime and name the first "
-                          "node that diverges (--rtol/--atol)")
+                     help="compare every intermediate value with onnxruntime (.onnx) or torch (.pt2) "
+                          "and name the first node that diverges (--rtol/--atol)")
 
     view = sub.add_parser("view", help="write an HTML page of the graph after the graph passes")  # tools/graph_view.py
     view.add_argument("model", help="model.onnx or graph-level model.mlir")

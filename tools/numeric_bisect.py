@@ -1,4 +1,4 @@
-"""`dlc run model.onnx --bisect`: the first ONNX node whose dlc output diverges from onnxruntime.
+"""`dlc run model.onnx|model.pt2 --bisect`: the first node whose dlc output diverges from the reference.
 
 How it works:
 
@@ -27,9 +27,14 @@ naming the error as one inside a fused kernel.
 Named numeric_bisect, not bisect: ``python tools/dlc_cli.py`` puts tools/ on sys.path,
 where a bisect.py would shadow the standard library's.
 
-PyTorch models: export them to ONNX with ``torch.onnx.export(model, args, "m.onnx",
-dynamo=False)`` and bisect the .onnx (``test/python/test_bisect.py`` does this). The
-ONNX graph is what both engines run, so the node names point into torch's export.
+PyTorch models, two ways (``test/python/test_bisect.py`` does both):
+
+* a ``torch.export.save``d ``.pt2``: the program is decomposed as dlc's torch frontend
+  does (``run_decompositions({})``), every tensor an FX node computes becomes a user
+  output, dlc imports and compiles that program and torch runs the same graph as the
+  reference; nodes are named by FX name and source line (``conv2d (model.py:12)``);
+* ``torch.onnx.export(model, args, "m.onnx", dynamo=False)``, then bisect the .onnx
+  (dlc's ONNX path against onnxruntime; node names are the exporter's).
 """
 
 from __future__ import annotations
@@ -59,6 +64,16 @@ class ValueResult:
     max_rel: float
     ok: bool
     problem: str = ""  # a shape or dtype mismatch, in words
+
+
+@dataclass
+class Step:
+    """One node of the source graph, in topological order: what it reads and makes."""
+
+    label: str  # the name the user finds it by
+    op_type: str
+    outputs: list[str]
+    inputs: list[str]
 
 
 @dataclass
@@ -176,51 +191,143 @@ def bisect_model(path: str, make_inputs: Callable[[list], list[np.ndarray]],
     got = dict(zip((name for name, _, _ in compiled.output_specs), compiled(*inputs)))
     feeds = {name: array for (name, _, _), array in zip(compiled.input_specs, inputs)}
     want = run_onnxruntime(exposed, feeds)
-    report = compare_in_order(exposed.graph, got, want, rtol, atol, skipped)
+    steps, sources = onnx_steps(exposed.graph)
+    report = compare_in_order(steps, sources, got, want, rtol, atol, skipped)
     if report.first_divergence is None:  # a bug inside a fused kernel shows only here
         original = compile_fn(model)
         fused = dict(zip((name for name, _, _ in original.output_specs), original(*inputs)))
-        report.fused_outputs = compare_in_order(model.graph, fused, want, rtol, atol).compared
+        report.fused_outputs = compare_in_order(steps, sources, fused, want, rtol, atol).compared
     return report
 
 
-def compare_in_order(graph, got: dict[str, np.ndarray], want: dict[str, np.ndarray],
-                     rtol: float, atol: float, skipped: Sequence[str] = ()) -> BisectReport:
-    """Compare each node's outputs present in both ``got`` and ``want``, nodes in order."""
+def onnx_steps(graph) -> tuple[list[Step], dict[str, str]]:
+    """The nodes of an ONNX graph as steps, and its graph inputs and initializers."""
+    steps = [Step(node_label(n, i), n.op_type, list(n.output), [x for x in n.input if x])
+             for i, n in enumerate(graph.node)]
+    sources = {vi.name: "graph input" for vi in graph.input}
+    sources.update({t.name: "initializer" for t in graph.initializer})
+    return steps, sources
+
+
+def compare_in_order(steps: Sequence[Step], sources: dict[str, str], got: dict[str, np.ndarray],
+                     want: dict[str, np.ndarray], rtol: float, atol: float,
+                     skipped: Sequence[str] = ()) -> BisectReport:
+    """Compare each step's outputs present in both ``got`` and ``want``, steps in order;
+    ``sources``: values that are inputs of the whole graph (name -> what they are)."""
     report = BisectReport([], list(skipped))
-    for index, node in enumerate(graph.node):
-        for name in node.output:
+    for index, step in enumerate(steps):
+        for name in step.outputs:
             if name not in got or name not in want:
                 continue
             max_abs, max_rel, ok, problem = compare_value(got[name], want[name], rtol, atol)
-            report.compared.append(ValueResult(index, node_label(node, index), node.op_type, name,
+            report.compared.append(ValueResult(index, step.label, step.op_type, name,
                                                tuple(np.shape(want[name])), max_abs, max_rel, ok, problem))
     bad = report.first_divergence
     if bad is not None:
-        report.culprit_inputs = _input_status(graph, graph.node[bad.node_index], report)
+        matched = {r.value for r in report.compared if r.ok}
+        for name in steps[bad.node_index].inputs:
+            if name in sources:
+                report.culprit_inputs[name] = sources[name]
+            elif name in matched:
+                report.culprit_inputs[name] = "compared: match"
+            elif name in report.not_compared:
+                report.culprit_inputs[name] = "not exposed"
+            else:  # a Constant node's output (folded by dlc, exposed as a constant)
+                report.culprit_inputs[name] = "not compared"
     return report
 
 
-def _input_status(graph, node, report: BisectReport) -> dict[str, str]:
-    """How each input of the culprit is known to match."""
-    initializers = {t.name for t in graph.initializer}
-    graph_inputs = {vi.name for vi in graph.input}
-    matched = {r.value for r in report.compared if r.ok}
-    status = {}
-    for name in node.input:
-        if not name:
-            continue
-        if name in initializers:
-            status[name] = "initializer"
-        elif name in graph_inputs:
-            status[name] = "graph input"
-        elif name in matched:
-            status[name] = "compared: match"
-        elif name in report.not_compared:
-            status[name] = "not exposed"
-        else:  # a Constant node's output (folded by dlc, exposed as a constant)
-            status[name] = "not compared"
-    return status
+# ---------------------------------------------------------------------------
+# torch.export programs (.pt2): torch itself is the reference
+# ---------------------------------------------------------------------------
+
+
+def expose_fx_values(ep):
+    """``ep`` (decomposed as dlc's importer does) with every tensor an FX node computes
+    as an extra user output; returns (program, steps, sources)."""
+    import torch
+    import torch.utils._pytree as pytree
+    from torch.export.graph_signature import InputKind, OutputKind, OutputSpec, TensorArgument
+
+    from dlc.frontends.torch.importer import op_name, source_location
+
+    graph = ep.graph_module.graph
+    output = next(n for n in graph.nodes if n.op == "output")
+    old = list(output.args[0]) if isinstance(output.args[0], (list, tuple)) else [output.args[0]]
+    computed = [n for n in graph.nodes
+                if n.op == "call_function" and isinstance(n.meta.get("val"), torch.Tensor)]
+    extra = [n for n in computed if n not in old]
+    output.args = (tuple(old + extra),)
+    ep.graph_signature.output_specs.extend(
+        OutputSpec(kind=OutputKind.USER_OUTPUT, arg=TensorArgument(name=n.name), target=None) for n in extra)
+    ep.graph_module.recompile()
+    ep.module_call_graph[0].signature.out_spec = pytree.tree_flatten(tuple(range(len(old) + len(extra))))[1]
+
+    def label(node) -> str:
+        where = source_location(node)  # "node 'x'" without a stack trace
+        return node.name if where.startswith("node '") else f"{node.name} ({where})"
+
+    steps = [Step(label(n), op_name(n.target), [n.name], [i.name for i in n.all_input_nodes]) for n in computed]
+    kinds = {s.arg.name: s.kind for s in ep.graph_signature.input_specs}
+    sources = {name: "graph input" if kind == InputKind.USER_INPUT else kind.name.lower().replace("_", " ")
+               for name, kind in kinds.items()}
+    return ep, steps, sources
+
+
+def run_fx(ep, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Every output of ``ep``'s graph by FX name, computed by torch (the reference)."""
+    import torch
+    from torch.export.graph_signature import InputKind
+
+    user = iter(inputs)
+    flat = []
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind == InputKind.USER_INPUT:
+            flat.append(torch.from_numpy(np.ascontiguousarray(next(user))))
+        else:
+            flat.append(ep.state_dict[spec.target] if spec.target in ep.state_dict else ep.constants[spec.target])
+    with torch.no_grad():
+        outs = ep.graph_module(*flat)
+    output = next(n for n in ep.graph_module.graph.nodes if n.op == "output")
+    names = [n.name if hasattr(n, "name") else f"output{i}" for i, n in enumerate(output.args[0])]
+    return {name: o.detach().numpy() for name, o in zip(names, outs) if isinstance(o, torch.Tensor)}
+
+
+def bisect_exported_program(path: str, make_inputs: Callable[[list], list[np.ndarray]],
+                            rtol: float, atol: float, compile_fn: Callable) -> BisectReport:
+    """``bisect_model`` for a ``torch.export.save``d program: dlc's torch frontend
+    against torch running the same decomposed graph."""
+    import warnings
+
+    try:
+        import torch
+    except ImportError:
+        raise DiagnosticError("--bisect on a .pt2 needs torch (pip install torch)") from None
+    from dlc.frontends.torch import TorchImportError, from_exported_program
+
+    if not os.path.exists(path):
+        raise DiagnosticError(f"cannot open '{path}': no such file")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            ep = torch.export.load(path).run_decompositions({})  # what dlc's importer runs
+    except Exception as err:  # torch's own errors: one line
+        raise DiagnosticError(f"'{path}': not a torch.export program ({_first_line(err)})") from None
+    ep, steps, sources = expose_fx_values(ep)
+    try:
+        module = from_exported_program(ep, functionalize=False)
+    except TorchImportError as err:
+        raise DiagnosticError(str(err)) from None
+    compiled = compile_fn(module)
+    inputs = make_inputs(list(compiled.input_specs))
+    got = dict(zip((name for name, _, _ in compiled.output_specs), compiled(*inputs)))
+    want = run_fx(ep, inputs)
+    report = compare_in_order(steps, sources, got, want, rtol, atol)
+    if report.first_divergence is None:  # the program as it is, fused
+        original = compile_fn(path)
+        fused = dict(zip((name for name, _, _ in original.output_specs), original(*inputs)))
+        report.fused_outputs = compare_in_order(steps, sources, fused, want, rtol, atol).compared
+    return report
 
 
 # ---------------------------------------------------------------------------
@@ -297,11 +404,9 @@ def bisect_command(args) -> int:
     from dlc.tools import dlc_cli
 
     kind = dlc_cli._kind(args.model)
-    if kind != "onnx":
-        hint = (" (export a torch model with torch.onnx.export(..., dynamo=False) and bisect the .onnx)"
-                if kind == "pt2" else "")
-        raise DiagnosticError(f"--bisect compares against onnxruntime and needs an .onnx model, "
-                              f"got '{args.model}'{hint}")
+    if kind not in ("onnx", "pt2"):
+        raise DiagnosticError(f"--bisect compares against onnxruntime (.onnx) or torch (.pt2), "
+                              f"got '{args.model}'")
     if args.check or args.expect or args.output:
         raise DiagnosticError("--bisect runs alone: drop --check, --expect and --output")
     driver = dlc_cli._driver()
@@ -310,6 +415,7 @@ def bisect_command(args) -> int:
         return dlc_cli._guard(f"compiling '{args.model}'", driver.compile, model,
                               target=args.target, num_threads=args.threads)
 
-    report = bisect_model(args.model, lambda specs: dlc_cli.load_inputs(specs, args.input, args.seed),
-                          args.rtol, args.atol, compile_fn)
+    bisect = bisect_model if kind == "onnx" else bisect_exported_program
+    report = bisect(args.model, lambda specs: dlc_cli.load_inputs(specs, args.input, args.seed),
+                    args.rtol, args.atol, compile_fn)
     return print_report(report, args.rtol, args.atol)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import warnings
 
 import numpy as np
@@ -148,6 +149,24 @@ def test_wrong_fused_kernel_is_reported(tmp_path, capsys, monkeypatch):
     assert second.endswith("the error is inside a fused kernel (exposing the values splits the groups)")
 
 
+def test_torch_export_program(tmp_path, capsys, wrong_kernel):
+    # a .pt2: dlc's torch frontend against torch running the same (decomposed) graph
+    torch = pytest.importorskip("torch", reason="torch is not installed")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(7, 5), torch.nn.Tanh(), torch.nn.Linear(5, 3), torch.nn.ReLU())
+    path = str(tmp_path / "mlp.pt2")
+    torch.export.save(torch.export.export(model.eval(), (torch.randn(2, 7),)), path)
+    code, out, err = bisect(capsys, path)
+    assert code == 0, err
+    assert out.startswith("bisect: no divergence (4 values compared)")
+    wrong_kernel("graph.tanh")
+    code, out, _ = bisect(capsys, path)
+    assert code == 1
+    assert re.match(r"bisect: first divergence at node 'tanh( \(\S+:\d+\))?' \(aten\.tanh\.default\), "
+                    r"output 'tanh': max abs err 0\.5", out), out
+    assert "its inputs already match ('linear': compared: match)" in out
+
+
 def test_tolerances_decide(tmp_path, capsys, wrong_kernel):
     path = str(tmp_path / "mlp.onnx")
     mlp_model(path)
@@ -176,7 +195,7 @@ def test_compare_value_rules():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--bisect"], "--bisect compares against onnxruntime and needs an .onnx model"),
+    (["--bisect"], "--bisect compares against onnxruntime (.onnx) or torch (.pt2), got '"),
     (["--bisect", "--check"], None),
 ])
 def test_bisect_errors(tmp_path, capsys, argv, message):
