@@ -73,7 +73,10 @@
       text.textContent = full.length > room ? full.slice(0, room - 1) + "\u2026" : full;
       el("title", {}, cg).textContent = full;
       if (c.ir) {
-        cg.addEventListener("click", (ev) => { ev.stopPropagation(); irPane.textContent = c.ir + (t ? "\n\n// time: " + t : ""); });
+        cg.addEventListener("click", (ev) => {
+          ev.stopPropagation();
+          irPane.textContent = c.ir + (t ? "\n\n// time: " + t : "");
+        });
       }
     }
     el("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6, markerHeight: 6,
@@ -163,7 +166,8 @@
       stats += `; profile: ${fmtMs(profile.matched_us)} of ${fmtMs(profile.total_us)} in this graph's kernels`;
       if (profile.unmatched.length) stats += ` (not in this graph: ${profile.unmatched.join(", ")})`;
       document.getElementById("legend").innerHTML =
-        ` <span style="background:${heat(0)}">&nbsp;fast&nbsp;</span><span style="background:${heat(maxUs)}">&nbsp;slow&nbsp;</span>`;
+        ` <span style="background:${heat(0)}">&nbsp;fast&nbsp;</span>` +
+        `<span style="background:${heat(maxUs)}">&nbsp;slow&nbsp;</span>`;
     }
     document.getElementById("stats").textContent = stats;
     document.body.setAttribute("data-rendered", String(result.drawn));
