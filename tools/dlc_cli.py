@@ -2,7 +2,8 @@
 
     dlc compile model.onnx -o model.so [--target llvm] [--pass-timing]
     dlc run model.mlir|model.onnx|model.so [--entry NAME] [--input x.npy | --input x=x.npy ...]
-            [--check] [--repeat N] [--threads N] [--seed S]
+            [--check] [--repeat N] [--threads N] [--seed S] [--bisect]
+    dlc view model.onnx|model.mlir -o graph.html [--profile trace.json]
 
 ``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
 is parsed here first, so syntax and verifier errors point at the source line);
@@ -60,6 +61,14 @@ def build_arg_parser() -> ArgumentParser:
                      help="save an output as .npy, in output order (repeatable)")
     run.add_argument("--rtol", type=float, default=1e-4, help="--check/--expect relative tolerance (floats)")
     run.add_argument("--atol", type=float, default=1e-5, help="--check/--expect absolute tolerance (floats)")
+    run.add_argument("--bisect", action="store_true",  # tools/numeric_bisect.py
+                     help="compare every intermediate value with onnxruntime (.onnx) or torch (.pt2) "
+                          "and name the first node that diverges (--rtol/--atol)")
+
+    view = sub.add_parser("view", help="write an HTML page of the graph after the graph passes")  # tools/graph_view.py
+    view.add_argument("model", help="model.onnx or graph-level model.mlir")
+    view.add_argument("-o", "--output", required=True, help="output page (.html)")
+    view.add_argument("--profile", metavar="TRACE.json", help="a Chrome trace: kernel times as colours")
     return ap
 
 
@@ -304,6 +313,10 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, 
 
 
 def cmd_run(args) -> int:
+    if args.bisect:
+        from dlc.tools.numeric_bisect import bisect_command
+
+        return bisect_command(args)
     kind = _kind(args.model)
     if args.repeat < 1:
         raise DiagnosticError("--repeat needs a number >= 1")
@@ -377,6 +390,10 @@ def run(argv: list[str]) -> int:
     args = build_arg_parser().parse_args(argv)
     if args.command == "compile":
         return cmd_compile(args)
+    if args.command == "view":
+        from dlc.tools.graph_view import view_command
+
+        return view_command(args)
     return cmd_run(args)
 
 
