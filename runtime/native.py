@@ -149,11 +149,11 @@ def forked_child() -> bool:
 
 def format_bytes(n: int) -> str:
     """``64.0 TiB``: binary units, one decimal."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024:
             return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    return f"{n:.1f} TiB"
+    return f"{n:.1f} EiB"
 
 
 def specs_from_json(items: list[dict]) -> list[Spec]:
