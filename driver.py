@@ -32,6 +32,7 @@ from dlc.runtime.native import (
     NativeModule,
     Spec,
     check_thread_count,
+    env_thread_count,
     metadata_json,
 )
 from dlc.target import Target, TargetError
@@ -443,11 +444,12 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
             raise CompileError(str(err)) from None
     elif target.kind == "cuda":
         return _compile_cuda(source, entry, example_args)
-    if num_threads is not None:
-        try:
+    try:  # the default's source first: DLC_NUM_THREADS=abc is an error even when overridden
+        env_thread_count()
+        if num_threads is not None:
             num_threads = check_thread_count(num_threads, "num_threads")
-        except DlcRuntimeError as err:
-            raise CompileError(str(err)) from None
+    except DlcRuntimeError as err:
+        raise CompileError(str(err)) from None
     from dlc.backends.llvm.jit import JITError, JITModule
     from dlc.backends.llvm.translate import TranslationError, translate
 

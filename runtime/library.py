@@ -36,6 +36,7 @@ import platform
 import stat
 import struct
 import tempfile
+import threading
 
 TRAILER_MAGIC = b"DLCSUM01"
 TRAILER = struct.Struct("<8sQ32s")  # magic, payload length, sha256 of the payload
@@ -129,6 +130,7 @@ def _within(what: str, offset: int, length: int, size: int) -> None:
 
 
 _private = {"pid": None, "dir": None}
+_load_lock = threading.Lock()
 
 
 def _private_dir() -> str:
@@ -151,10 +153,11 @@ def _remove_private_dir(path: str, pid: int) -> None:
 def open_library(data: bytes, digest: str) -> ctypes.CDLL:
     """dlopen the verified bytes under a name made of their hash: the same content
     shares one handle, different content never hits dlopen's path cache."""
-    copy = os.path.join(_private_dir(), f"model-{digest}.so")
-    with open(copy, "wb") as f:
-        f.write(data)
-    try:
-        return ctypes.CDLL(copy)
-    finally:
-        os.unlink(copy)  # the mapping outlives the name
+    with _load_lock:  # one writer of a name at a time: never truncate a file being mapped
+        copy = os.path.join(_private_dir(), f"model-{digest}.so")
+        with open(copy, "wb") as f:
+            f.write(data)
+        try:
+            return ctypes.CDLL(copy)
+        finally:
+            os.unlink(copy)  # the mapping outlives the name

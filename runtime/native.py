@@ -384,8 +384,8 @@ def load(path: str, num_threads: int | None = None) -> NativeModule:
     module = NativeModule(entries, default, address("dlc_set_num_threads"), keepalive=lib,
                           release_workspaces_address=address("dlc_release_workspaces"),
                           alloc_failure_address=address(ALLOC_FAILURE_GETTER))
-    if num_threads is None and env_thread_count() is None:
+    if num_threads is None and env_thread_count() is None and not forked_child():
         num_threads = meta.get("num_threads")  # the compile-time choice, if any
-    if num_threads is not None and not forked_child():
-        module.set_num_threads(num_threads)
+    if num_threads is not None:
+        module.set_num_threads(num_threads)  # in a forked child only 1 is allowed
     return module

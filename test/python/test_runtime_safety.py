@@ -96,6 +96,12 @@ def test_cli_threads_are_checked(exported, capsys, value):
     assert err == f"dlc: error: --threads: thread count {value} is out of range (0 = all cores, or 1 to 1024)"
 
 
+def test_bad_env_thread_count_is_a_compile_error(monkeypatch):
+    monkeypatch.setenv("DLC_NUM_THREADS", "abc")
+    with pytest.raises(CompileError, match=r"DLC_NUM_THREADS='abc' is not an integer thread count"):
+        dlc.compile(_binary("Add", (2,)), num_threads=1)
+
+
 def test_cli_env_threads_is_one_line(exported, capsys, monkeypatch):
     monkeypatch.setenv("DLC_NUM_THREADS", "abc")
     assert dlc_cli.main(["run", exported]) == 1
@@ -257,6 +263,7 @@ def test_forked_child_runs_single_threaded(matmul, exported):
         if hung:
             proc.kill()
         assert not hung, "the forked child hung in libgomp"
+        assert proc.exitcode == 0
         result, refused = queue.get(timeout=5)
         assert result is not None, refused
         np.testing.assert_allclose(result, a @ b, rtol=1e-4, atol=1e-4)
