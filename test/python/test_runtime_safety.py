@@ -132,6 +132,54 @@ def test_workspace_allocation_failure_is_reported(tmp_path):
         load(path)(x)
 
 
+# a kernel allocating inside a parallel loop (not hoisted to the workspace): the
+# failure leaves the outlined body through its context's status field, the kernel
+# returns it, the host passes it up; the buffer is really used (no malloc elision)
+KERNEL_ALLOC = """
+builtin.module {
+  func.func @main_0_k(%x: memref<4xf32>, %y: memref<4xf32>) attributes {tloop.kernel} {
+    tloop.for %i = 0 to 4 parallel {
+      %b = memref.alloc() : memref<SIZExf32>
+      tloop.for %j = 0 to 4 {
+        %u = memref.load %x[%j] : memref<4xf32>
+        memref.store %u, %b[%j] : memref<SIZExf32>
+      }
+      %k = memref.load %x[%i] : memref<4xf32>
+      %ki = arith.fptosi %k : f32 to i32
+      %kx = arith.index_cast %ki : i32 to index
+      %w = memref.load %b[%kx] : memref<SIZExf32>
+      memref.store %w, %y[%i] : memref<4xf32>
+      memref.dealloc %b : memref<SIZExf32>
+    }
+    func.return
+  }
+  func.func @main(%x: memref<4xf32>, %y: memref<4xf32>) attributes {tloop.host, tloop.num_inputs = 1 : i64} {
+    func.call @main_0_k(%x, %y) : (memref<4xf32>, memref<4xf32>) -> ()
+    func.return
+  }
+}
+"""
+
+
+@pytest.mark.skipif(_overcommit_always(), reason="vm.overcommit_memory=1 grants any allocation")
+def test_kernel_allocation_failure_in_a_parallel_loop_is_reported():
+    from xdsl.parser import Parser
+
+    from dlc.context import make_context
+
+    x = np.array([3, 2, 1, 0], np.float32)
+    for size, fails in ((64, False), (2**44, True)):
+        compiled = dlc.compile(Parser(make_context(), KERNEL_ALLOC.replace("SIZE", str(size))).parse_module())
+        for threads in (1, 2):  # the serial call and GOMP_parallel
+            compiled.set_num_threads(threads)
+            if fails:
+                with pytest.raises(DlcRuntimeError, match=r"^out of memory: a buffer of 64.0 TiB in @main "
+                                                          r"could not be allocated$"):
+                    compiled(x)
+            else:
+                np.testing.assert_array_equal(compiled(x)[0], x[x.astype(int)])
+
+
 def test_workspace_beyond_the_address_space_is_a_compile_error():
     with pytest.raises(CompileError, match=r"@main needs a workspace of \d+ bytes, more than the "
                                            r"address space \(281474976710656 bytes\)"):
