@@ -112,6 +112,8 @@ def check_elf(data: bytes) -> None:
     host = platform.machine().lower()
     if host in _MACHINES and e_machine != _MACHINES[host]:
         raise LibraryError(f"built for another machine (ELF machine {e_machine}, this host is {host})")
+    if (e_phnum and e_phentsize != 56) or (e_shnum and e_shentsize != 64):
+        raise LibraryError(f"corrupt ELF header (entry sizes {e_phentsize}/{e_shentsize}, expected 56/64)")
     _within("program header table", e_phoff, e_phentsize * e_phnum, size)
     for i in range(e_phnum):
         _, _, p_offset, _, _, p_filesz, _, _ = struct.unpack_from("<IIQQQQQQ", data, e_phoff + i * e_phentsize)

@@ -227,6 +227,10 @@ def test_output_aliasing_an_input_is_refused(matmul):
 
 def test_truncated_library_is_refused(exported, tmp_path):
     data = open(exported, "rb").read()
+    for cut in range(0, len(data), max(1, len(data) // 25)):  # never reaches dlopen
+        (tmp_path / "any.so").write_bytes(data[:cut])
+        with pytest.raises(DlcRuntimeError, match="any.so: "):
+            load(str(tmp_path / "any.so"))
     for cut in (len(data) // 2, len(data) - 100, 40):
         path = tmp_path / f"cut{cut}.so"
         path.write_bytes(data[:cut])
@@ -255,6 +259,11 @@ def test_corrupt_library_is_refused(exported, tmp_path):
     (tmp_path / "elf32.so").write_bytes(bytes(wrong_class))
     with pytest.raises(DlcRuntimeError, match="not a 64-bit little-endian ELF file"):
         load(str(tmp_path / "elf32.so"))
+    bad_header = bytearray(open(exported, "rb").read())
+    bad_header[54] = 8  # e_phentsize
+    (tmp_path / "badhdr.so").write_bytes(bytes(bad_header))
+    with pytest.raises(DlcRuntimeError, match=r"corrupt ELF header \(entry sizes 8/64"):
+        load(str(tmp_path / "badhdr.so"))
     with pytest.raises(DlcRuntimeError, match=f"{tmp_path}: not a regular file"):
         load(str(tmp_path))
 
