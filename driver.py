@@ -25,7 +25,16 @@ from xdsl.utils.exceptions import DiagnosticException
 
 import dlc.frontends.te  # noqa: F401  (graph.custom's "te" language and kernel)
 from dlc.passes import GPU_GRAPH_PASSES, GRAPH_PASSES  # noqa: F401  (the graph pipelines live in passes.py)
-from dlc.runtime.native import EntryPoint, NativeModule, Spec, metadata_json
+from dlc.runtime.native import (
+    ALLOC_FAILURE_GETTER,
+    DlcRuntimeError,
+    EntryPoint,
+    NativeModule,
+    Spec,
+    check_thread_count,
+    env_thread_count,
+    metadata_json,
+)
 from dlc.target import Target, TargetError
 from dlc.weights import attach, load_for_module, store_of
 
@@ -435,8 +444,12 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
             raise CompileError(str(err)) from None
     elif target.kind == "cuda":
         return _compile_cuda(source, entry, example_args)
-    if num_threads is not None and num_threads < 0:
-        raise CompileError(f"num_threads must be >= 0, got {num_threads}")
+    try:  # the default's source first: DLC_NUM_THREADS=abc is an error even when overridden
+        env_thread_count()
+        if num_threads is not None:
+            num_threads = check_thread_count(num_threads, "num_threads")
+    except DlcRuntimeError as err:
+        raise CompileError(str(err)) from None
     from dlc.backends.llvm.jit import JITError, JITModule
     from dlc.backends.llvm.translate import TranslationError, translate
 
@@ -465,7 +478,8 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     points = {
         name: EntryPoint(name, jit.address(name), ins, outs) for name, (ins, outs) in entries.items()
     }
-    native = NativeModule(points, default, jit.address("dlc_set_num_threads"), keepalive=jit)
+    native = NativeModule(points, default, jit.address("dlc_set_num_threads"), keepalive=jit,
+                          alloc_failure_address=jit.address(ALLOC_FAILURE_GETTER))
     if num_threads is not None:
         native.set_num_threads(num_threads)
     return CompiledModule(native, jit, llvm_ir, weights, timings, num_threads)

@@ -37,6 +37,11 @@ and loops/ifs must become blocks anyway:
   it cached in an internal global per host function (``<fn>_workspace``) between calls;
   the exported ``dlc_release_workspaces()`` frees the cached blocks
   (lowering/plan_workspace.py).
+* entry points (every function that is not a kernel) and kernels that allocate
+  (or call one that does) return an i32 status: 0, or the failure code of a
+  heap allocation that returned null (its size goes to the exported
+  ``@dlc_alloc_failure_bytes``); callers pass a failure up at once
+  (runtime/native.py documents the ABI, ``_status_functions`` picks them).
 * ``tloop.weight "w"`` becomes an external global ``@__dlc_weight_<i>`` tagged
   ``dlc.weight_name = "w"``; the JIT binds it to the weights-store array, an
   exported library embeds the bytes.
@@ -52,12 +57,14 @@ from __future__ import annotations
 
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, MemRefType, ModuleOp, UnitAttr, i32
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, MemRefType, ModuleOp, UnitAttr, i32, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.dialects import tloop
 from dlc.lowering.to_llvm.function import (
+    ALLOC_FAILURE_GETTER,
+    ALLOC_FAILURE_GLOBAL,
     HOST_ATTR,
     NUM_INPUTS_ATTR,
     NUM_THREADS_GLOBAL,
@@ -72,7 +79,7 @@ from dlc.lowering.to_llvm.function import (
     llvm_type,
     row_major_strides,
 )
-from dlc.lowering.to_llvm.memory import release_workspaces
+from dlc.lowering.to_llvm.memory import heap_alloca, release_workspaces
 
 
 def _written_arguments(fn: func.FuncOp) -> set[int]:
@@ -133,7 +140,8 @@ def _lower_function(state: ModuleState, fn: func.FuncOp, may_alias: bool = False
     if outputs and (fn.body.blocks or len(outputs) > 1):
         raise LoweringError(fn, f"@{name} returns values; kernels and host functions must not")
     try:
-        result = llvm_type(outputs[0], where) if outputs else llvm.LLVMVoidType()
+        result = llvm_type(outputs[0], where) if outputs else i32 if name in state.status_functions \
+            else llvm.LLVMVoidType()
         inputs = [llvm_type(t, where) for t in fn.function_type.inputs.data]
         for t in fn.function_type.inputs.data:
             if isinstance(t, MemRefType):
@@ -146,6 +154,7 @@ def _lower_function(state: ModuleState, fn: func.FuncOp, may_alias: bool = False
         if len(fn.body.blocks) > 1:
             raise LoweringError(fn, f"@{name} has several blocks; expected structured loops")
         lo.bind(fn.body.block.args, body.block.args)
+        lo.function_block = fn.body.block
         lo.lower_ops(fn.body.block)
     else:
         body = Region()
@@ -176,6 +185,42 @@ def _thread_count_support() -> list[Operation]:
     return [glob, setter]
 
 
+def _alloc_failure_support() -> list[Operation]:
+    """The internal ``@dlc_alloc_failure`` global (the size of the last failed heap
+    allocation) and its exported getter ``i64 dlc_alloc_failure_bytes()`` (a function,
+    not an exported global: MCJIT and dlsym resolve those alike)."""
+    glob = llvm.GlobalOp(i64, ALLOC_FAILURE_GLOBAL, "internal", value=IntegerAttr(0, i64))
+    body = Region(Block())
+    ptr = llvm.AddressOfOp(ALLOC_FAILURE_GLOBAL, PTR)
+    value = llvm.LoadOp(ptr.results[0], i64)
+    body.block.add_ops([ptr, value, llvm.ReturnOp(value.results[0])])
+    getter = llvm.FuncOp(ALLOC_FAILURE_GETTER, llvm.LLVMFunctionType([], i64),
+                         linkage=llvm.LinkageAttr("external"), body=body)
+    return [glob, getter]
+
+
+def _status_functions(funcs: list[func.FuncOp]) -> set[str]:
+    """Functions that return an i32 status: the entry points (every defined function
+    that is not a kernel: runtime/native.py calls them) and the kernels that may fail
+    (a heap allocation, a stack buffer too big for the stack, or a call of a
+    function that may fail)."""
+    status = {f.sym_name.data for f in funcs if f.body.blocks and tloop.KERNEL_ATTR not in f.attributes}
+    kernels = [f for f in funcs if f.body.blocks and tloop.KERNEL_ATTR in f.attributes]
+    changed = True
+    while changed:
+        changed = False
+        for kernel in kernels:
+            name = kernel.sym_name.data
+            if name not in status and any(
+                op.name == "memref.alloc" or heap_alloca(op)
+                or (isinstance(op, func.CallOp) and op.callee.string_value() in status)
+                for op in kernel.walk()
+            ):
+                status.add(name)
+                changed = True
+    return status
+
+
 def lower_module(module: ModuleOp) -> None:
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
     others = [op for op in module.ops if not isinstance(op, (func.FuncOp, llvm.FuncOp, llvm.GlobalOp))]
@@ -190,8 +235,11 @@ def lower_module(module: ModuleOp) -> None:
                 op, f"'{op.name}' is a graph-level op; run lower-to-loops first"
             )
     state = ModuleState(module, {}, {}, [])
+    state.status_functions = _status_functions(funcs)
     if not any(op.sym_name.data == SET_NUM_THREADS for op in module.ops if isinstance(op, llvm.FuncOp)):
         state.new_ops.extend(_thread_count_support())
+    if not any(op.sym_name.data == ALLOC_FAILURE_GLOBAL for op in module.ops if isinstance(op, llvm.GlobalOp)):
+        state.new_ops.extend(_alloc_failure_support())
     aliased = _kernels_called_with_aliases(funcs)
     lowered = [(fn, _lower_function(state, fn, fn.sym_name.data in aliased)) for fn in funcs]
     defined = {fn.sym_name.data for fn in funcs}

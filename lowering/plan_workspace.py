@@ -32,6 +32,12 @@ puts its workspace back and finds one there): concurrent calls are safe and
 never share memory. ``dlc_release_workspaces()`` frees the cached blocks (the
 runtime calls it when a module is unloaded). Without the tag the IR is plain
 memref code with the same meaning (one malloc per call).
+
+A workspace larger than ``MAX_ALLOCATION_BYTES`` (2**48, the 48-bit virtual
+address space of x86-64 and aarch64: no such block can ever be mapped) is a
+compile-time error naming the host function; smaller ones that the machine
+cannot provide fail at run time with a clear "out of memory" (every
+allocation is checked: lowering/to_llvm/memory.py, runtime/native.py).
 """
 
 from __future__ import annotations
@@ -45,10 +51,12 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 
 from dlc.dialects import tloop
+from dlc.diagnostics import OpError
 
 WORKSPACE_ATTR = "dlc.workspace"
 HOST_ATTR = "tloop.host"
 ALIGNMENT = 64
+MAX_ALLOCATION_BYTES = 1 << 48  # see the module docstring; lower-to-llvm checks every alloc too
 
 
 @dataclass
@@ -199,6 +207,9 @@ def plan_workspaces(module: ModuleOp) -> dict[str, int]:
         if isinstance(fn, func.FuncOp) and HOST_ATTR in fn.attributes and fn.body.blocks:
             if len(fn.body.blocks) == 1:
                 sizes[fn.sym_name.data] = pack_host(fn)
+                if sizes[fn.sym_name.data] > MAX_ALLOCATION_BYTES:
+                    raise OpError(fn, f"@{fn.sym_name.data} needs a workspace of {sizes[fn.sym_name.data]} "
+                                      f"bytes, more than the address space ({MAX_ALLOCATION_BYTES} bytes)")
     return sizes
 
 

@@ -1,8 +1,18 @@
 """Calling compiled entry points with numpy arrays (numpy + ctypes only).
 
 Shared by the JIT (``dlc.driver.CompiledModule``) and by exported libraries
-(``dlc.runtime.load``). ABI of an entry point: ``void f(void* in0, ...,
-void* out0, ...)`` over C-contiguous buffers; the caller allocates outputs.
+(``dlc.runtime.load``). ABI of an entry point: ``int32_t f(void* in0, ...,
+void* out0, ...)`` over C-contiguous buffers; the caller allocates outputs,
+which must not overlap the inputs or each other (kernel arguments are
+``noalias``: an aliased output gives a wrong answer, so ``EntryPoint`` refuses
+it). The result is a status: 0 = done, ``STATUS_WORKSPACE_OOM`` = the
+function's workspace could not be allocated, ``STATUS_BUFFER_OOM`` = another
+heap buffer could not be; on failure the exported ``int64_t
+dlc_alloc_failure_bytes(void)`` returns the size asked for (a module global, so a
+concurrent failing call may overwrite it: the status itself is per call) and
+``EntryPoint`` raises ``DlcRuntimeError("out of memory: ...")``. Every heap
+allocation of the generated code is checked (lowering/to_llvm/memory.py); a
+failure returns at once, so buffers allocated earlier in that call leak.
 Each call is one native call (ctypes releases the GIL during it). Calls from
 several threads may run at once: each host function reuses one cached workspace
 and a call that finds it taken runs on a fresh one (lowering/plan_workspace.py);
@@ -22,13 +32,33 @@ of the same inference on an idle machine (SqueezeNet 4.5 ms) and gives the core
 up almost at once on a busy one (9.0 ms against passive's 7.8 ms with the other
 core busy; 3000 rounds: 11.6 ms, 10000: 18 ms). docs/architecture.md
 "Runtime: threads" has the measurements.
+
+Thread counts (``check_thread_count``): 0 (libgomp's default, all cores) to
+``MAX_THREADS`` = 1024, from ``set_num_threads``, ``dlc.compile(num_threads=)``,
+``DLC_NUM_THREADS`` and the tools' ``--threads``. libgomp starts one OS thread
+per requested thread without a limit (a million threads: a segfault when thread
+creation fails), and the count is a C int; 1024 is above the hardware threads
+of any current machine (two 192-core sockets with SMT: 768), so a larger
+request is a typo, not a wish.
+
+fork: libgomp's thread pool does not survive ``fork()``: a child's first
+parallel region waits forever for threads that exist only in the parent. After
+a fork (``os.register_at_fork``) of a process that has loaded libgomp, every
+module of the child, and every module it creates, runs with 1 thread, and the
+generated code runs a parallel loop with a thread count of 1 as a plain call,
+without entering libgomp (lowering/to_llvm/control_flow.py), so the child
+computes correct results; asking for more threads there is a
+``DlcRuntimeError`` (use the ``spawn`` or ``forkserver`` start method for
+parallel workers).
 """
 
 from __future__ import annotations
 
 import ctypes
 import json
+import numbers
 import os
+import weakref
 from collections.abc import Sequence
 
 import numpy as np
@@ -59,7 +89,71 @@ def prefer_short_omp_spin() -> None:
 
 
 class DlcRuntimeError(Exception):
-    """Bad arguments for a compiled entry point, or a library that is not a dlc model."""
+    """Bad arguments for a compiled entry point, a library that is not a dlc model, or
+    a call that ran out of memory."""
+
+
+# entry-point status codes; lowering/to_llvm/function.py emits the same numbers
+STATUS_OK = 0
+STATUS_WORKSPACE_OOM = 1
+STATUS_BUFFER_OOM = 2
+ALLOC_FAILURE_GETTER = "dlc_alloc_failure_bytes"  # int64_t(void)
+METADATA_FORMAT = "dlc-2"  # dlc-1: void entry points, no status
+
+MAX_THREADS = 1024  # see the module docstring
+
+
+def check_thread_count(n, source: str = "thread count") -> int:
+    """``n`` as an int in 0..MAX_THREADS, else a DlcRuntimeError naming ``source``
+    (the option or variable it came from), the value and the range."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise DlcRuntimeError(f"{source}: expected an integer thread count, got {n!r}")
+    if not 0 <= int(n) <= MAX_THREADS:
+        raise DlcRuntimeError(f"{source}: thread count {int(n)} is out of range "
+                              f"(0 = all cores, or 1 to {MAX_THREADS})")
+    return int(n)
+
+
+def env_thread_count() -> int | None:
+    """``DLC_NUM_THREADS`` checked (None when unset or empty)."""
+    raw = os.environ.get("DLC_NUM_THREADS", "").strip()
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise DlcRuntimeError(f"DLC_NUM_THREADS={raw!r} is not an integer thread count "
+                              f"(0 = all cores, or 1 to {MAX_THREADS})") from None
+    return check_thread_count(value, "DLC_NUM_THREADS")
+
+
+_fork = {"forked": False}
+_modules: "weakref.WeakSet[NativeModule]" = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """libgomp's pool is the parent's: pin every module of the child to 1 thread."""
+    if _libgomp_loaded():
+        _fork["forked"] = True
+        for module in list(_modules):
+            module._apply_threads(1)
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def forked_child() -> bool:
+    """True in a process forked after libgomp was loaded (parallel loops run serially)."""
+    return _fork["forked"]
+
+
+def format_bytes(n: int) -> str:
+    """``64.0 TiB``: binary units, one decimal."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024:
+            return f"{n} B" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} EiB"
 
 
 def specs_from_json(items: list[dict]) -> list[Spec]:
@@ -89,12 +183,15 @@ def specs_to_json(specs: Sequence[Spec]) -> list[dict]:
 class EntryPoint:
     """One exported host function: its address and its input/output specs."""
 
-    def __init__(self, name: str, address: int, inputs: list[Spec], outputs: list[Spec]):
+    def __init__(self, name: str, address: int, inputs: list[Spec], outputs: list[Spec],
+                 alloc_failure_address: int | None = None):
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
         arity = len(inputs) + len(outputs)
-        self._fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * arity))(address)
+        self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.c_void_p] * arity))(address)
+        # the module's dlc_alloc_failure_bytes() (NativeModule sets it for its entries)
+        self.alloc_failure_address = alloc_failure_address
 
     def __call__(self, *arrays, outputs: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
         """Run on ``arrays``; results go to fresh arrays, or to ``outputs`` (C-contiguous,
@@ -117,8 +214,36 @@ class EntryPoint:
                 )
             args.append(np.ascontiguousarray(array))
         outs = self._outputs(outputs)
-        self._fn(*(a.ctypes.data for a in args), *(o.ctypes.data for o in outs))
+        if outputs is not None:
+            self._check_overlap(args, outs)
+        status = self._fn(*(a.ctypes.data for a in args), *(o.ctypes.data for o in outs))
+        if status != STATUS_OK:
+            raise self._failure(status)
         return outs
+
+    def _check_overlap(self, args: list[np.ndarray], outs: list[np.ndarray]) -> None:
+        """Kernels take their buffers as noalias: an output sharing memory with an
+        input (or another output) would be read after being overwritten."""
+        for i, (out, (out_name, _, _)) in enumerate(zip(outs, self.outputs)):
+            for arg, (in_name, _, _) in zip(args, self.inputs):
+                if np.may_share_memory(out, arg):
+                    raise DlcRuntimeError(
+                        f"@{self.name}: output buffer '{out_name}' overlaps input '{in_name}' "
+                        "(outputs must not alias inputs: pass a separate array)")
+            for other, (other_name, _, _) in zip(outs[i + 1:], self.outputs[i + 1:]):
+                if np.may_share_memory(out, other):
+                    raise DlcRuntimeError(
+                        f"@{self.name}: output buffers '{out_name}' and '{other_name}' overlap")
+
+    def _failure(self, status: int) -> DlcRuntimeError:
+        size = ctypes.CFUNCTYPE(ctypes.c_int64)(self.alloc_failure_address)() \
+            if self.alloc_failure_address else 0
+        amount = f" of {format_bytes(size)}" if size > 0 else ""
+        if status == STATUS_WORKSPACE_OOM:
+            return DlcRuntimeError(f"out of memory: workspace{amount} for @{self.name} could not be allocated")
+        if status == STATUS_BUFFER_OOM:
+            return DlcRuntimeError(f"out of memory: a buffer{amount} in @{self.name} could not be allocated")
+        return DlcRuntimeError(f"@{self.name} failed with unknown status {status}")
 
 
     def _outputs(self, given: Sequence[np.ndarray] | None) -> list[np.ndarray]:
@@ -146,9 +271,12 @@ class NativeModule:
 
     def __init__(self, entries: dict[str, EntryPoint], default_entry: str,
                  set_num_threads_address: int | None = None, keepalive: object = None,
-                 release_workspaces_address: int | None = None):
+                 release_workspaces_address: int | None = None, alloc_failure_address: int | None = None):
         if default_entry not in entries:
             raise DlcRuntimeError(f"no entry point named @{default_entry}")
+        for point in entries.values():
+            if point.alloc_failure_address is None:
+                point.alloc_failure_address = alloc_failure_address
         self.entries = entries
         self.default_entry = default_entry
         self._keepalive = keepalive
@@ -160,9 +288,12 @@ class NativeModule:
         self._release_workspaces = (
             ctypes.CFUNCTYPE(None)(release_workspaces_address) if release_workspaces_address else None
         )
-        threads = os.environ.get("DLC_NUM_THREADS")
-        if threads:
-            self.set_num_threads(int(threads))
+        threads = env_thread_count()
+        _modules.add(self)
+        if forked_child():
+            self._apply_threads(1)  # DLC_NUM_THREADS too: libgomp is unusable here
+        elif threads is not None:
+            self.set_num_threads(threads)
 
     def __del__(self):
         release = getattr(self, "_release_workspaces", None)
@@ -186,16 +317,24 @@ class NativeModule:
         return list(self.entries[self.default_entry].outputs)
 
     def set_num_threads(self, n: int) -> None:
-        """Threads for parallel loops (0 = libgomp's default: all cores)."""
-        if n < 0:
-            raise DlcRuntimeError(f"thread count must be >= 0, got {n}")
+        """Threads for parallel loops (0 = libgomp's default: all cores; at most
+        ``MAX_THREADS``); in a forked child only 1 (see the module docstring)."""
+        n = check_thread_count(n, "set_num_threads")
+        if forked_child() and n != 1:
+            raise DlcRuntimeError(
+                f"set_num_threads({n}): this process was forked after libgomp started, and libgomp "
+                "is not fork-safe: parallel loops run on 1 thread here (use the 'spawn' or "
+                "'forkserver' start method for parallel workers)")
+        self._apply_threads(n)
+
+    def _apply_threads(self, n: int) -> None:
         if self._set_threads is not None:
-            self._set_threads(int(n))
+            self._set_threads(n)
 
 
 def metadata_json(entries: dict[str, tuple[list[Spec], list[Spec]]], default_entry: str) -> str:
     return json.dumps({
-        "format": "dlc-1",
+        "format": METADATA_FORMAT,
         "default_entry": default_entry,
         "entries": {
             name: {"inputs": specs_to_json(ins), "outputs": specs_to_json(outs)}
@@ -205,31 +344,48 @@ def metadata_json(entries: dict[str, tuple[list[Spec], list[Spec]]], default_ent
 
 
 def load(path: str, num_threads: int | None = None) -> NativeModule:
-    """Load a shared library written by ``CompiledModule.export``."""
-    if not os.path.exists(path):
-        raise DlcRuntimeError(f"{path}: no such file")
+    """Load a shared library written by ``CompiledModule.export``: checked before it
+    is mapped and loaded under its content's name (runtime/library.py)."""
+    from dlc.runtime.library import LibraryError, open_library, read_library
+
+    if num_threads is not None:
+        num_threads = check_thread_count(num_threads, "num_threads")
+    try:
+        data, digest = read_library(path)
+    except LibraryError as err:
+        raise DlcRuntimeError(f"{path}: {err}") from None
     prefer_short_omp_spin()  # before the library pulls in libgomp
     try:
-        lib = ctypes.CDLL(os.path.abspath(path))
+        lib = open_library(data, digest)
     except OSError as err:
         raise DlcRuntimeError(f"{path}: cannot load: {err}") from None
     try:
         raw = ctypes.c_char.in_dll(lib, "dlc_metadata")
     except ValueError:
         raise DlcRuntimeError(f"{path}: not a dlc model (no dlc_metadata symbol)") from None
-    meta = json.loads(ctypes.string_at(ctypes.addressof(raw)).decode())
-    entries = {}
-    for name, spec in meta["entries"].items():
-        address = ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
-        entries[name] = EntryPoint(name, address, specs_from_json(spec["inputs"]),
-                                   specs_from_json(spec["outputs"]))
-    setter = ctypes.cast(lib.dlc_set_num_threads, ctypes.c_void_p).value
-    release = getattr(lib, "dlc_release_workspaces", None)  # absent in older libraries
-    release = ctypes.cast(release, ctypes.c_void_p).value if release is not None else None
-    module = NativeModule(entries, meta["default_entry"], setter, keepalive=lib,
-                          release_workspaces_address=release)
-    if num_threads is None and not os.environ.get("DLC_NUM_THREADS"):
+    try:
+        meta = json.loads(ctypes.string_at(ctypes.addressof(raw)).decode())
+        if meta.get("format") != METADATA_FORMAT:
+            raise DlcRuntimeError(f"{path}: metadata format {meta.get('format')!r}, this runtime reads "
+                                  f"{METADATA_FORMAT!r} (re-export the model)")
+        specs = {name: (specs_from_json(spec["inputs"]), specs_from_json(spec["outputs"]))
+                 for name, spec in meta["entries"].items()}
+        default = meta["default_entry"]
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise DlcRuntimeError(f"{path}: corrupt dlc_metadata ({type(err).__name__}: {err})") from None
+
+    def address(name: str) -> int:
+        try:
+            return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+        except AttributeError:
+            raise DlcRuntimeError(f"{path}: the metadata names @{name}, which the library lacks") from None
+
+    entries = {name: EntryPoint(name, address(name), ins, outs) for name, (ins, outs) in specs.items()}
+    module = NativeModule(entries, default, address("dlc_set_num_threads"), keepalive=lib,
+                          release_workspaces_address=address("dlc_release_workspaces"),
+                          alloc_failure_address=address(ALLOC_FAILURE_GETTER))
+    if num_threads is None and env_thread_count() is None and not forked_child():
         num_threads = meta.get("num_threads")  # the compile-time choice, if any
     if num_threads is not None:
-        module.set_num_threads(num_threads)
+        module.set_num_threads(num_threads)  # in a forked child only 1 is allowed
     return module

@@ -182,16 +182,23 @@ def cmd_compile(args) -> int:
 
 
 def random_input(spec: Spec, rng: np.random.Generator) -> np.ndarray:
-    _, shape, dtype = spec
+    name, shape, dtype = spec
     dtype = np.dtype(dtype)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if dtype.kind == "f":
-        return rng.uniform(-1.0, 1.0, shape).astype(dtype)
-    if dtype.kind == "u":
-        return rng.integers(0, 10, shape).astype(dtype)
-    if dtype.kind == "i":
-        return rng.integers(-10, 10, shape).astype(dtype)
+    try:
+        if dtype == np.bool_:
+            return rng.random(shape) < 0.5
+        if dtype.kind == "f":
+            return rng.uniform(-1.0, 1.0, shape).astype(dtype)
+        if dtype.kind == "u":
+            return rng.integers(0, 10, shape).astype(dtype)
+        if dtype.kind == "i":
+            return rng.integers(-10, 10, shape).astype(dtype)
+    except (ValueError, MemoryError):  # numpy: "array is too big" / "Unable to allocate"
+        from dlc.runtime.native import format_bytes
+
+        raise DiagnosticError(f"cannot make a random input '{name}' of shape {tuple(shape)} {dtype}: "
+                              f"{format_bytes(int(np.prod(shape, dtype=object)) * dtype.itemsize)} "
+                              "do not fit in memory (pass it with --input)") from None
     raise DiagnosticError(f"cannot make a random input of dtype {dtype}")
 
 
@@ -386,8 +393,20 @@ def load_expected(path: str) -> np.ndarray:
         raise DiagnosticError(f"cannot read '{path}' as a .npy array: {err}") from None
 
 
+def check_threads(threads: int | None) -> None:
+    """``--threads`` in the runtime's range (``dlc.runtime.check_thread_count``)."""
+    from dlc.runtime import DlcRuntimeError, check_thread_count
+
+    if threads is not None:
+        try:
+            check_thread_count(threads, "--threads")
+        except DlcRuntimeError as err:
+            raise DiagnosticError(str(err)) from None
+
+
 def run(argv: list[str]) -> int:
     args = build_arg_parser().parse_args(argv)
+    check_threads(args.threads)
     if args.command == "compile":
         return cmd_compile(args)
     if args.command == "view":

@@ -10,6 +10,10 @@ CPU name and its full feature list (AVX2/AVX-512/FMA where present), only
 position-independent. So an exported kernel is the same machine code as the
 JIT's (``test_export_fma.py`` checks that a matmul keeps its ``vfmadd``), and
 the library runs only on CPUs with the exporting host's features.
+
+The linked library gets a checksum trailer (magic, length, sha256 of the whole
+library: metadata, code and weights; ``dlc.runtime.library``), which
+``dlc.runtime.load`` verifies before mapping the file.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import tempfile
 import numpy as np
 
 from dlc.backends.llvm.jit import host_target_machine, libgomp_path, parse_and_optimize
+from dlc.runtime.library import append_trailer
 
 
 class ExportError(Exception):
@@ -90,4 +95,5 @@ def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: st
         tmp_out = os.path.join(tmp, "model.so")
         _run([cc, "-shared", "-o", tmp_out, *objects, *([gomp] if gomp else []), "-lm",
               "-Wl,-z,noexecstack"])
+        append_trailer(tmp_out)  # verified by dlc.runtime.load before dlopen
         shutil.move(tmp_out, out)

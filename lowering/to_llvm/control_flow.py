@@ -88,21 +88,43 @@ def lower_parallel_for(lo: FunctionLowering, op: tloop.ForOp) -> None:
     known = [v for v in _live_ins(op) if _static_live_in(v) is not None]
     live_ins = [v for v in _live_ins(op) if _static_live_in(v) is None]
     # caller: pack live-ins into a struct, run GOMP_parallel
-    context_type = llvm.LLVMStructType.from_type_list(
-        [llvm_type(v.type) for v in live_ins] or [i64])
+    # a body that may fail (a checked allocation, a call of a status function) gets an
+    # i32 status field after the live-ins, which a failing thread sets
+    may_fail = any(o.name == "memref.alloc" or (o.name == "func.call" and o.callee.string_value()
+                   in state.status_functions) for o in op.walk())
+    fields = [llvm_type(v.type) for v in live_ins] + ([i32] if may_fail else [])
+    context_type = llvm.LLVMStructType.from_type_list(fields or [i64])
     ctx = lo.entry_alloca(1, context_type)
     for i, value in enumerate(live_ins):
         slot = lo.emit(llvm.GEPOp(ctx, [0, i], context_type, inbounds=True))
         lo.emit(llvm.StoreOp(lo.v(value), slot))
+    if may_fail:
+        status_ptr = lo.emit(llvm.GEPOp(ctx, [0, len(live_ins)], context_type, inbounds=True))
+        lo.emit(llvm.StoreOp(lo.const(0, i32), status_ptr))
     fn_ptr = lo.emit(llvm.AddressOfOp(outlined_name, PTR))
     threads_ptr = lo.emit(llvm.AddressOfOp(NUM_THREADS_GLOBAL, PTR))
     threads = lo.emit(llvm.LoadOp(threads_ptr, i32))
+    # 1 thread: a plain call, libgomp's pool is never entered (a forked child's
+    # must not be: runtime/native.py "fork"); omp_get_num_threads() is 1 outside a region
+    serial, parallel, joined = lo.new_block(), lo.new_block(), Block()
+    lo.emit(llvm.CondBrOp(lo.icmp("eq", threads, lo.const(1, i32)), serial, [], parallel, []))
+    lo.block = serial
+    lo.emit(llvm.CallOp(outlined_name, ctx))
+    lo.emit(llvm.BrOp(joined))
+    lo.block = parallel
     lo.call("GOMP_parallel", [fn_ptr, ctx, threads, lo.const(0, i32)], None)
+    lo.emit(llvm.BrOp(joined))
+    lo.continue_in(joined)
+    if may_fail:
+        status = lo.emit(llvm.LoadOp(status_ptr, i32))
+        lo.fail_if(lo.icmp("ne", status, lo.const(0, i32)), status)
 
     # callee: unpack, take this thread's chunk, run the serial loop
     body = Region(Block(arg_types=(PTR,)))
     inner = FunctionLowering(state, lo.fn_name, body, in_parallel=True)
     arg = body.blocks[0].args[0]
+    if may_fail:
+        inner.status_slot = inner.emit(llvm.GEPOp(arg, [0, len(live_ins)], context_type, inbounds=True))
     for i, value in enumerate(live_ins):
         slot = inner.emit(llvm.GEPOp(arg, [0, i], context_type, inbounds=True))
         inner.values[value] = inner.emit(llvm.LoadOp(slot, llvm_type(value.type)))
@@ -251,12 +273,17 @@ def _call(lo, op):
     if len(op.results) > 1:
         raise lo.fail(op, "with several results is not supported")
     result = llvm_type(op.results[0].type, lo.where(op)) if op.results else None
-    return lo.emit(llvm.CallOp(op.callee.string_value(), *(lo.v(o) for o in op.operands), return_type=result))
+    callee = op.callee.string_value()
+    if callee in lo.state.status_functions:  # it may fail: pass its status up
+        status = lo.emit(llvm.CallOp(callee, *(lo.v(o) for o in op.operands), return_type=i32))
+        lo.fail_if(lo.icmp("ne", status, lo.const(0, i32)), status)
+        return None
+    return lo.emit(llvm.CallOp(callee, *(lo.v(o) for o in op.operands), return_type=result))
 
 
 @handles("func.return")
 def _return(lo, op):
     if op.operands:
         raise lo.fail(op, "with values is not supported (results are passed as output memrefs)")
-    lo.emit(llvm.ReturnOp())
+    lo.return_ok()
 

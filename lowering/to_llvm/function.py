@@ -44,6 +44,11 @@ WORKSPACE_ACQUIRE = "dlc_workspace_acquire"
 WORKSPACE_RELEASE = "dlc_workspace_release"
 RELEASE_WORKSPACES = "dlc_release_workspaces"
 NUM_INPUTS_ATTR = "tloop.num_inputs"
+# status of an entry point / failing kernel (runtime/native.py reads the same numbers)
+STATUS_WORKSPACE_OOM = 1
+STATUS_BUFFER_OOM = 2
+ALLOC_FAILURE_GLOBAL = "dlc_alloc_failure"  # internal i64: the size of the last failed allocation
+ALLOC_FAILURE_GETTER = "dlc_alloc_failure_bytes"  # exported i64(): reads it
 ICMP_PREDICATES = arith.CMPI_COMPARISON_OPERATIONS  # llvm.icmp numbers its predicates in this order too
 
 
@@ -112,6 +117,8 @@ class ModuleState:
     new_ops: list[Operation]
     parallel_count: int = 0
     workspace_slots: list[str] = field(default_factory=list)
+    # functions returning an i32 status (0 = done), see FunctionLowering.fail_if
+    status_functions: set[str] = field(default_factory=set)
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute | None) -> None:
         if name in self.declared:
@@ -149,6 +156,12 @@ class FunctionLowering:
         self.block = self.entry
         self.values: dict[SSAValue, SSAValue] = {}
         self.in_parallel = in_parallel
+        # how a failure leaves this function: return the i32 status, or (an outlined
+        # parallel body) store it to ``status_slot`` in the caller's context and return
+        self.returns_status = fn_name in state.status_functions and not in_parallel
+        self.status_slot: SSAValue | None = None
+        self.heap_buffers: list[SSAValue] = []  # big memref.allocas on the heap, freed on return
+        self.function_block: Block | None = None  # the loop IR body (set for whole functions)
 
     # -- emission helpers ------------------------------------------------------------
     def emit(self, op: Operation) -> SSAValue | None:
@@ -206,6 +219,33 @@ class FunctionLowering:
         self.region.add_block(block)
         self.block = block
         self.bind(results, values)
+
+    # -- failure status (checked allocations, runtime/native.py's ABI) --------------------
+    def fail_if(self, failed: SSAValue, status: int | SSAValue, size: int | None = None) -> None:
+        """Leave the function reporting ``status`` when the i1 ``failed`` holds (after
+        recording ``size``, the bytes asked for, in ``@dlc_alloc_failure``);
+        lowering goes on in the success block."""
+        fail, ok = self.new_block(), Block()
+        self.emit(llvm.CondBrOp(failed, fail, [], ok, []))
+        self.block = fail
+        code = self.const(status, IntegerType(32)) if isinstance(status, int) else status
+        if size is not None:
+            self.emit(llvm.StoreOp(self.const(size, i64), self.emit(llvm.AddressOfOp(ALLOC_FAILURE_GLOBAL, PTR))))
+        if self.status_slot is not None:
+            self.emit(llvm.StoreOp(code, self.status_slot))
+            self.emit(llvm.ReturnOp())
+        elif self.returns_status:
+            self.emit(llvm.ReturnOp(code))
+        else:
+            raise UnsupportedError(f"an allocation in @{self.fn_name}, which cannot report failure")
+        self.continue_in(ok)
+
+    def return_ok(self) -> None:
+        """The normal return (status 0 where the function returns one), freeing the
+        stack buffers too big for the stack (memory.py ``_alloca``)."""
+        for buffer in self.heap_buffers:
+            self.call("free", [buffer], None)
+        self.emit(llvm.ReturnOp(self.const(0, IntegerType(32))) if self.returns_status else llvm.ReturnOp())
 
     # -- blocks and regions ----------------------------------------------------------
     def lower_ops(self, block: Block) -> list[SSAValue]:

@@ -2,6 +2,15 @@
 inbounds`` on a row-major offset), stack and heap buffers (``aligned_alloc``/``free``,
 or the cached workspace of lowering/plan_workspace.py), views (the same pointer)
 and ``tloop.weight`` (an external global the JIT or the exported library binds).
+
+Every heap allocation is checked: a null block makes the function record the
+size in ``@dlc_alloc_failure_bytes`` and return its failure status
+(``FunctionLowering.fail_if``; the entry-point ABI is in runtime/native.py).
+Allocations beyond ``MAX_ALLOCATION_BYTES`` are refused at compile time.
+A ``memref.alloca`` over ``STACK_BUFFER_LIMIT`` (softmax's row scratch of a
+huge tensor) would overflow the 8 MiB stack of the main thread and of libgomp's
+threads (a segfault): at a function's top level it becomes a checked heap
+block freed at the return; inside a loop it is a compile-time error.
 """
 
 from __future__ import annotations
@@ -10,6 +19,7 @@ from xdsl.dialects import llvm
 from xdsl.dialects.builtin import IntegerAttr, IntegerType, i64
 from xdsl.ir import Block, Operation, Region
 
+from dlc.lowering.plan_workspace import MAX_ALLOCATION_BYTES
 from dlc.lowering.to_llvm.function import (
     ICMP_PREDICATES,
     PTR,
@@ -18,6 +28,8 @@ from dlc.lowering.to_llvm.function import (
     WORKSPACE_ATTR,
     WORKSPACE_RELEASE,
     WORKSPACE_SLOT_SUFFIX,
+    STATUS_BUFFER_OOM,
+    STATUS_WORKSPACE_OOM,
     ModuleState,
     UnsupportedError,
     byte_size,
@@ -50,19 +62,57 @@ def _store(lo, op):
     lo.emit(llvm.StoreOp(lo.v(op.operands[0]), ptr))
 
 
+STACK_BUFFER_LIMIT = 1 << 20  # bytes; see the module docstring
+
+
+def heap_alloca(op: Operation) -> bool:
+    """A memref.alloca too big for the stack (lowered to a heap block)."""
+    if op.name != "memref.alloca":
+        return False
+    try:
+        return byte_size(op.results[0].type) > STACK_BUFFER_LIMIT
+    except UnsupportedError:
+        return False  # its lowering reports the type
+
+
 @handles("memref.alloca")
 def _alloca(lo, op):
     memref = op.results[0].type
-    return lo.entry_alloca(max(1, byte_size(memref)), IntegerType(8))
+    if not heap_alloca(op):
+        return lo.entry_alloca(max(1, byte_size(memref)), IntegerType(8))
+    size = (byte_size(memref) + 63) // 64 * 64
+    check_allocation_size(size, "the stack buffer")
+    if lo.in_parallel or op.parent_block() is not lo.function_block:
+        raise UnsupportedError(f"a stack buffer of {size} bytes inside a loop or branch exceeds the "
+                               f"{STACK_BUFFER_LIMIT}-byte limit for stack buffers")
+    block = lo.call("aligned_alloc", [lo.const(64, i64), lo.const(size, i64)], PTR)
+    address = lo.emit(llvm.PtrToIntOp(block, i64))
+    lo.fail_if(lo.icmp("eq", address, lo.const(0, i64)), STATUS_BUFFER_OOM, size)
+    lo.heap_buffers.append(block)
+    return block
+
+
+def check_allocation_size(size: int, what: str) -> None:
+    if size > MAX_ALLOCATION_BYTES:
+        raise UnsupportedError(f"{what} of {size} bytes is larger than the address space "
+                               f"({MAX_ALLOCATION_BYTES} bytes)")
 
 
 @handles("memref.alloc")
 def _alloc(lo, op):
     size = (byte_size(op.results[0].type) + 63) // 64 * 64  # aligned_alloc needs a multiple
-    if WORKSPACE_ATTR in op.attributes:  # plan-workspace's reused block (lowering/plan_workspace.py)
+    size = max(size, 64)
+    workspace = WORKSPACE_ATTR in op.attributes  # plan-workspace's reused block (lowering/plan_workspace.py)
+    check_allocation_size(size, "the workspace" if workspace else "the buffer")
+    if workspace:
         slot = lo.emit(llvm.AddressOfOp(workspace_slot(lo.state, lo.fn_name), PTR))
-        return lo.emit(llvm.CallOp(WORKSPACE_ACQUIRE, slot, lo.const(max(size, 64), i64), return_type=PTR))
-    return lo.call("aligned_alloc", [lo.const(64, i64), lo.const(max(size, 64), i64)], PTR)
+        block = lo.emit(llvm.CallOp(WORKSPACE_ACQUIRE, slot, lo.const(size, i64), return_type=PTR))
+    else:
+        block = lo.call("aligned_alloc", [lo.const(64, i64), lo.const(size, i64)], PTR)
+    address = lo.emit(llvm.PtrToIntOp(block, i64))
+    lo.fail_if(lo.icmp("eq", address, lo.const(0, i64)),
+               STATUS_WORKSPACE_OOM if workspace else STATUS_BUFFER_OOM, size)
+    return block
 
 
 @handles("memref.dealloc")

@@ -129,5 +129,5 @@ def test_dlc_num_threads_env_var_sets_the_team_size():
 
 
 def test_negative_thread_count_is_rejected():
-    with pytest.raises(CompileError, match="num_threads must be >= 0"):
+    with pytest.raises(CompileError, match=r"num_threads: thread count -1 is out of range \(0 = all cores, or 1 to 1024\)"):
         compile_text(NESTED, num_threads=-1)

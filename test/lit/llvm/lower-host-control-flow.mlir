@@ -74,9 +74,10 @@ builtin.module {
 // CHECK-NEXT:    %[[INC:.*]] = llvm.add %[[J]], %[[ONE]] : i64
 // CHECK-NEXT:    llvm.br ^[[BEFORE]](%[[INC]] : i64)
 // CHECK-NEXT:  ^[[DONE]](%{{[0-9]+}}: i64):
-// CHECK-NEXT:    llvm.return
+// CHECK-NEXT:    %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    llvm.return %[[OK]] : i32
 
 // The translated LLVM IR has the loops' phis.
-// IR: define void @"main"(
+// IR: define i32 @"main"(
 // IR: phi i64
 // IR: phi i64

@@ -28,8 +28,18 @@ builtin.module {
 // CHECK:         %[[FN:.*]] = llvm.mlir.addressof @k_0_scale_par0 : !llvm.ptr
 // CHECK-NEXT:    %[[NPTR:.*]] = llvm.mlir.addressof @dlc_num_threads : !llvm.ptr
 // CHECK-NEXT:    %[[N:.*]] = llvm.load %[[NPTR]] : !llvm.ptr -> i32
+// One thread: a plain call, libgomp's pool is not entered (fork-safe).
+// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-NEXT:    %[[SERIAL:.*]] = llvm.icmp "eq" %[[N]], %[[ONE]] : i32
+// CHECK-NEXT:    llvm.cond_br %[[SERIAL]], ^[[CALL:bb[0-9]+]], ^[[PAR:bb[0-9]+]]
+// CHECK-NEXT:  ^[[CALL]]:
+// CHECK-NEXT:    llvm.call @k_0_scale_par0(%[[CTX]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    llvm.br ^[[JOIN:bb[0-9]+]]
+// CHECK-NEXT:  ^[[PAR]]:
 // CHECK-NEXT:    %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[CTX]], %[[N]], %[[FLAGS]]) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
+// CHECK-NEXT:    llvm.br ^[[JOIN]]
+// CHECK-NEXT:  ^[[JOIN]]:
 // CHECK-NEXT:    llvm.return
 
 // CHECK-DAG:   llvm.func @GOMP_parallel(!llvm.ptr, !llvm.ptr, i32, i32)

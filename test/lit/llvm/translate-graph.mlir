@@ -9,5 +9,5 @@ func.func @main(%x: tensor<3x5xf32>, %y: tensor<5xf32>) -> tensor<3x5xf32> {
 }
 
 // CHECK: define void @"main_{{.*}}"(ptr noalias
-// CHECK: define void @"main"(ptr %{{.*}}, ptr %{{.*}}, ptr %{{.*}})
+// CHECK: define i32 @"main"(ptr %{{.*}}, ptr %{{.*}}, ptr %{{.*}})
 // CHECK: @"dlc_metadata" = constant {{.*}}\22inputs\22: [{\22name\22: \22x\22, \22shape\22: [3, 5]

@@ -27,9 +27,9 @@ builtin.module {
 // CHECK:       define void @"main_0_add"(ptr noalias %{{.*}}, ptr noalias %{{.*}}, ptr noalias %{{.*}})
 // CHECK:         fadd float
 // CHECK:         br label %{{.*}}, !llvm.loop ![[LOOP:[0-9]+]]
-// CHECK:       define void @"main"(ptr %{{.*}}, ptr %{{.*}})
+// CHECK:       define i32 @"main"(ptr %{{.*}}, ptr %{{.*}})
 // CHECK:         call ccc void @"main_0_add"(ptr %{{.*}}, [8 x float]* @"[[W]]", ptr %{{.*}})
 // CHECK:       define void @"dlc_set_num_threads"(i32 %{{.*}})
-// CHECK:       @"dlc_metadata" = constant [{{[0-9]+}} x i8] c"{\22format\22: \22dlc-1\22, \22default_entry\22: \22main\22, \22entries\22: {\22main\22: {\22inputs\22: [{\22name\22: \22x\22, \22shape\22: [8], \22dtype\22: \22float32\22}], \22outputs\22: [{\22name\22: \22y\22, \22shape\22: [8], \22dtype\22: \22float32\22}]}}}\00"
+// CHECK:       @"dlc_metadata" = constant [{{[0-9]+}} x i8] c"{\22format\22: \22dlc-2\22, \22default_entry\22: \22main\22, \22entries\22: {\22main\22: {\22inputs\22: [{\22name\22: \22x\22, \22shape\22: [8], \22dtype\22: \22float32\22}], \22outputs\22: [{\22name\22: \22y\22, \22shape\22: [8], \22dtype\22: \22float32\22}]}}}\00"
 // CHECK:       ![[WIDTH:[0-9]+]] = !{ !"llvm.loop.vectorize.width", i32 8 }
 // CHECK:       ![[LOOP]] = !{ ![[LOOP]], ![[WIDTH]] }

@@ -64,7 +64,8 @@ builtin.module {
 // LLVM:         %[[WS:.*]] = llvm.call @dlc_workspace_acquire(%[[SLOT]], %{{.*}}) : (!llvm.ptr, i64) -> !llvm.ptr
 // LLVM-NOT:     @aligned_alloc
 // LLVM:         llvm.call @dlc_workspace_release(%{{.*}}, %[[WS]]) : (!llvm.ptr, !llvm.ptr) -> ()
-// LLVM-NEXT:    llvm.return
+// LLVM-NEXT:    %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
+// LLVM-NEXT:    llvm.return %[[OK]] : i32
 // LLVM-DAG:   llvm.mlir.global internal @main_workspace(0 : i64)
 // LLVM-DAG:   llvm.func internal @dlc_workspace_acquire(
 // LLVM-DAG:   llvm.call @GOMP_critical_start()

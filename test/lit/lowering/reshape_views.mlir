@@ -26,7 +26,7 @@ func.func @chain(%x: tensor<2x3x5xf32>) -> tensor<5x6xf32> {
 // The view is the pointer itself.
 // LLVM-LABEL: llvm.func @chain(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // LLVM:         %[[A:.*]] = llvm.call @aligned_alloc
-// LLVM-NEXT:    llvm.call @chain_1_exp(%{{.*}}, %[[A]])
+// LLVM:         llvm.call @chain_1_exp(%{{.*}}, %[[A]])
 // LLVM-NEXT:    llvm.call @chain_3_neg(%[[A]], %{{.*}})
 // LLVM-NEXT:    llvm.call @free(%[[A]])
 
