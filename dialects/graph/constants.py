@@ -116,8 +116,9 @@ class WeightOp(GraphOp):
 
         from dlc.weights import store_of
 
-        if store_of(self, create=False) is None:
-            return  # store not attached (e.g. parsing IR alone): nothing to check
+        store = store_of(self, create=False)
+        if store is None or store.is_elided(self.weight_name.data):
+            return  # no store attached (e.g. parsing IR alone) or no data in the text: nothing to check
         try:
             array = lookup_weight(self, self.weight_name.data)
         except KeyError as err:
