@@ -316,7 +316,7 @@ def resources_attr(store: WeightStore, elide_limit: int | None = None,
     resource keys; weights of more than ``elide_limit`` elements (or blobs of
     more than ``elide_bytes`` hex characters) and the store's elided weights
     refer to ``__elided__``."""
-    names = list(store) + [n for n in store.elided if n not in store]
+    names = sorted({*store, *store.elided})  # (sorted: the same text whatever was elided)
     keys = resource_keys(names)
     entries: dict[str, Attribute] = {}
     blobs: dict[str, np.ndarray] = {}
