@@ -30,7 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, IntegerAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Block, Operation
 from xdsl.utils.lexer import Span
 from xdsl.traits import NoTerminator
@@ -184,6 +185,15 @@ class LocatingParser(ResourceParser):
             raise ParseError(Span(start, max(start + 1, self.pos), self.lexer.input), first) from None
         if isinstance(op.location, UnknownLoc):
             op.location = FileLineColLoc(self._file_attr, IntAttr(line), IntAttr(col))
+        return op
+
+    def _parse_generic_operation(self, op_type):
+        op = super()._parse_generic_operation(op_type)
+        # upstream's #llvm.overflow<...> on llvm.add/sub/mul/shl, an i32 in xDSL 0.75
+        # (tools/printing.py prints it upstream's way)
+        flags = op.properties.get("overflowFlags")
+        if isinstance(op, llvm.ArithmeticBinOpOverflow) and isinstance(flags, llvm.OverflowAttr):
+            op.properties["overflowFlags"] = IntegerAttr(flags.to_int(), 32)
         return op
 
     def _better_unknown_op(self, err: ParseError, start: int) -> ParseError:

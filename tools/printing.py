@@ -25,7 +25,8 @@ from __future__ import annotations
 import sys
 from typing import IO
 
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, IntegerAttr
 from xdsl.ir import Attribute, Operation
 from xdsl.printer import Printer
 
@@ -47,6 +48,14 @@ class ElidingPrinter(Printer):
             and isinstance(attr, DenseIntOrFPElementsAttr)
             and _element_count(attr) > self.elide_limit
         )
+
+    def _print_op_properties(self, properties: dict[str, Attribute]) -> None:
+        # llvm.add/sub/mul/shl hold their overflow flags as an i32 in xDSL 0.75; upstream
+        # MLIR's generic form spells them #llvm.overflow<...> (LocatingParser reads both)
+        flags = properties.get("overflowFlags")
+        if isinstance(flags, IntegerAttr):
+            properties = {**properties, "overflowFlags": llvm.OverflowAttr.from_int(flags.value.data)}
+        super()._print_op_properties(properties)
 
     def print_attribute(self, attribute: Attribute) -> None:
         if self.should_elide(attribute):

@@ -2,7 +2,7 @@
 (graph IR after import and after legalize, loop IR after lower-to-loops and
 after scheduling, in generic form, weights inline as dense_resource blobs)
 through ``mlir-opt-19 --allow-unregistered-dialect``, and the llvm-dialect stage
-through ``mlir-translate-19 --mlir-to-llvmir``.
+(generic and custom form) through ``mlir-translate-19 --mlir-to-llvmir``.
 
 The tools come from Debian's ``mlir-19-tools`` (CI installs it); without them
 the test is skipped, saying so.
@@ -74,7 +74,10 @@ def test_mlir_opt_parses_the_generic_form(stages, stage):
     assert "dense_resource<conv1.w>" in printed and "conv1.w: \"0x04000000" in printed
 
 
-def test_mlir_translate_accepts_the_llvm_dialect(stages):
-    _, custom = stages["llvm"]
-    llvm_ir = _run([MLIR_TRANSLATE, "--mlir-to-llvmir"], custom, "llvm")
+@pytest.mark.parametrize("form", ["generic", "custom"])
+def test_mlir_translate_accepts_the_llvm_dialect(stages, form):
+    text = stages["llvm"][form == "custom"]
+    if form == "generic":  # (overflow flags spelled #llvm.overflow<none>, as upstream does)
+        assert "overflowFlags = #llvm.overflow<none>" in text
+    llvm_ir = _run([MLIR_TRANSLATE, "--mlir-to-llvmir"], text, f"llvm ({form})")
     assert "define void @main(" in llvm_ir and "@dlc_set_num_threads" in llvm_ir
