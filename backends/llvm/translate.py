@@ -29,7 +29,7 @@ from xdsl.ir import Block, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from dlc.lowering.to_llvm.function import LOOP_ATTR, VECTOR_WIDTH_ATTR, WEIGHT_ATTR
-from dlc.weights import WeightLookupError, lookup_weight
+from dlc.weights import WeightLookupError, lookup_weight, store_of
 
 _UNIQUE = itertools.count()
 
@@ -55,8 +55,10 @@ def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | 
 
     Weight globals are renamed ``__dlc_w<unique>_<i>`` so that several compiled
     modules can live in one process; they are external unless ``define_weights``
-    (then internal constants with the module's weights-store bytes; a weight the
-    store lacks or that was elided from the text is a TranslationError naming it).
+    and the module has a weights store (then internal constants with the store's
+    bytes; a weight the store lacks or that was elided from the text is a
+    TranslationError naming it). IR with no store at all (hand-written loop IR
+    naming weights) keeps external declarations, to be linked against.
     ``metadata_json`` (if given) becomes the exported constant ``dlc_metadata``
     (a NUL-terminated string).
     """
@@ -89,7 +91,7 @@ def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | 
             new_name = prefix + name.rsplit("_", 1)[-1]
             renames[name] = new_name
             out.weight_symbols[weight.data] = new_name
-            if define_weights:
+            if define_weights and store_of(module, create=False) is not None:
                 _define_weight(llmod, module, weight.data, new_name)
                 continue
             gvar = ir.GlobalVariable(llmod, convert_type(op.global_type), name=new_name)
