@@ -369,7 +369,7 @@ def resource_section(blobs: dict[str, str | np.ndarray]) -> str:
 
 # the file metadata: `{-#` at the start of a line, up to `#-}`
 _SECTION_START = re.compile(r"^[ \t]*\{-#", re.M)
-_TOKEN = re.compile(r'\s*(?:(\{|\}|:|,)|"([^"\\]*)"|([A-Za-z_][\w$.\-]*))')
+_TOKEN = re.compile(r'\s*(?:(\{|\}|:|,)|(")|([A-Za-z_][\w$.\-]*))')
 
 
 def split_resources(text: str) -> tuple[str, dict[str, str]]:
@@ -399,8 +399,15 @@ def _parse_section(body: str, blobs: dict[str, str]) -> None:
             if not body[pos:].strip():
                 break
             raise WeightResourceError(f"the file's {{-# #-}} section: unexpected text {body[pos:pos + 20]!r}")
-        tokens.append(match.group(1) or (("str", match.group(2)) if match.group(2) is not None else ("id", match.group(3))))
         pos = match.end()
+        if match.group(2):  # a string (a blob: no escapes), up to its closing quote
+            end = body.find('"', pos)
+            if end < 0:
+                raise WeightResourceError("the file's {-# #-} section: a string has no closing quote")
+            tokens.append(("str", body[pos:end]))
+            pos = end + 1
+        else:
+            tokens.append(match.group(1) or ("id", match.group(3)))
     it = iter(tokens)
 
     def entries(handle) -> None:  # `{ key: value, ... }` after the opening brace
