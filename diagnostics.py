@@ -30,12 +30,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects import llvm
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, IntegerAttr, ModuleOp, StringAttr, UnknownLoc
 from xdsl.ir import Block, Operation
-from xdsl.parser import Parser
 from xdsl.utils.lexer import Span
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
+
+from dlc.weights import ResourceParser, WeightResourceError
 
 # Text of every source the tools read, by the name used in locations, so that a
 # diagnostic can show the offending line (ops only keep file:line:col).
@@ -128,14 +130,15 @@ def op_error(op: Operation, message: str) -> OpError:
     return OpError(op, message)
 
 
-class LocatingParser(Parser):
+class LocatingParser(ResourceParser):
     """xDSL's Parser that sets a FileLineColLoc on every op it parses and names
-    the op (and its column) in unknown-operation errors."""
+    the op (and its column) in unknown-operation errors (and reads the text's
+    resource blobs: dlc.weights.ResourceParser)."""
 
     def __init__(self, ctx: Context, text: str, name: str):
         super().__init__(ctx, text, name)
         self._file_attr = StringAttr(name)
-        self._text = text
+        self._text = self.lexer.input.content  # (the resource section blanked)
         self._counted_pos = 0  # newlines before _counted_pos: _counted_lines
         self._counted_lines = 0
 
@@ -184,6 +187,15 @@ class LocatingParser(Parser):
             op.location = FileLineColLoc(self._file_attr, IntAttr(line), IntAttr(col))
         return op
 
+    def _parse_generic_operation(self, op_type):
+        op = super()._parse_generic_operation(op_type)
+        # upstream's #llvm.overflow<...> on llvm.add/sub/mul/shl, an i32 in xDSL 0.75
+        # (tools/printing.py prints it upstream's way)
+        flags = op.properties.get("overflowFlags")
+        if isinstance(op, llvm.ArithmeticBinOpOverflow) and isinstance(flags, llvm.OverflowAttr):
+            op.properties["overflowFlags"] = IntegerAttr(flags.to_int(), 32)
+        return op
+
     def _better_unknown_op(self, err: ParseError, start: int) -> ParseError:
         match = re.fullmatch(r"Operation (\S+) is not registered", err.msg)
         if match is None:
@@ -225,6 +237,8 @@ def parse_module(ctx: Context, text: str, name: str) -> ModuleOp:
         return LocatingParser(ctx, text, name).parse_module()
     except ParseError as err:
         raise _parse_error(err) from None
+    except WeightResourceError as err:
+        raise DiagnosticError(str(err), name) from None
 
 
 # ---------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from dlc.runtime.native import (
     metadata_json,
 )
 from dlc.target import Target, TargetError
-from dlc.weights import attach, load_for_module, store_of
+from dlc.weights import ElidedWeightError, attach, load_for_module, store_of
 
 HOST_ATTR = "tloop.host"
 NUM_INPUTS_ATTR = "tloop.num_inputs"
@@ -89,20 +89,23 @@ def _looks_like_path(source) -> bool:
 
 
 def _parse(text: str, path: str | None) -> ModuleOp:
-    from xdsl.parser import Parser
     from xdsl.utils.exceptions import ParseError
 
     from dlc.context import make_context
+    from dlc.weights import ResourceParser, WeightResourceError
 
     try:
-        module = Parser(make_context(), text, name=path or "<source>").parse_module()
+        module = ResourceParser(make_context(), text, name=path or "<source>").parse_module()
     except ParseError as err:
         loc = err.span.get_location()
         raise CompileError(f"{loc.file}:{loc.line}:{loc.col}: {err.msg}") from None
-    except DiagnosticException as err:
+    except (DiagnosticException, WeightResourceError) as err:
         raise CompileError(f"{path or '<source>'}: {err}") from None
-    if path is not None:
-        load_for_module(module, path)
+    try:  # inline weights always; a .npz sidecar relative to the IR file only
+        if path is not None or not isinstance(module.attributes.get("dlc.weights"), StringAttr):
+            load_for_module(module, path)
+    except WeightResourceError as err:
+        raise CompileError(f"{path or '<source>'}: {err}") from None
     return module
 
 
@@ -510,6 +513,8 @@ def _bind_weights(module: ModuleOp, symbols: dict[str, str]) -> dict[str, np.nda
     store = store_of(module, create=False)
     out = {}
     for name, symbol in symbols.items():
+        if store is not None and store.is_elided(name):
+            raise CompileError(str(ElidedWeightError.of(name)))
         if store is None or name not in store:
             raise CompileError(f"weight \"{name}\" is not in the module's weights store")
         out[symbol] = np.ascontiguousarray(store[name])
@@ -524,4 +529,4 @@ def translate_to_llvm_ir(module: ModuleOp, entry: str | None = None) -> str:
 
     meta = metadata_for(module, entry)
     lower_to_llvm_dialect(module)
-    return str(translate(module, meta).module)
+    return str(translate(module, meta, define_weights=True).module)  # weights defined: the text stands alone

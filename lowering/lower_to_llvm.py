@@ -44,7 +44,8 @@ and loops/ifs must become blocks anyway:
   (runtime/native.py documents the ABI, ``_status_functions`` picks them).
 * ``tloop.weight "w"`` becomes an external global ``@__dlc_weight_<i>`` tagged
   ``dlc.weight_name = "w"``; the JIT binds it to the weights-store array, an
-  exported library embeds the bytes.
+  exported library embeds the bytes, and the LLVM IR text of
+  ``dlc-translate --to-llvm`` defines it with them (backends/llvm/translate.py).
 
 Layout: this module is the pass (which kernels may alias, function signatures,
 module-level support code); the walk itself is ``lowering/to_llvm/``:

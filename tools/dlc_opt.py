@@ -61,6 +61,7 @@ def build_arg_parser() -> ArgumentParser:
     ap.add_argument("--split-input-file", action="store_true", help="process each '// -----' chunk on its own")
     ap.add_argument("--verify-diagnostics", action="store_true", help="check '// expected-error {{...}}' annotations")
     ap.add_argument("--elide-constants", type=int, metavar="N", help="print dense constants of more than N elements as dense_resource<__elided__>")
+    add_weights_arguments(ap)
     ap.add_argument("--list-passes", action="store_true", help="list the registered passes and exit")
     return ap
 
@@ -156,6 +157,7 @@ class Options:
     pipeline: list[tuple[str, ModulePass]]
     generic: bool = False
     elide: int | None = None
+    elide_resources: int | None = None
     print_after_all: bool = False
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -164,13 +166,31 @@ def _timed(timings: dict[str, float], key: str, start: float) -> None:
     timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
 
 
+def add_weights_arguments(ap: argparse.ArgumentParser) -> None:
+    """The options of where printed IR puts the weights (dlc-opt, dlc-translate)."""
+    ap.add_argument("--external-weights", action="store_true",
+                    help="with -o OUT: save the weights as OUT.weights.npz and name it in the IR "
+                         "(default: inline, as dense_resource blobs in the text)")
+    ap.add_argument("--mlir-elide-resource-strings-if-larger", type=int, metavar="N", dest="elide_resources",
+                    help="print weights whose blob has more than N characters as dense_resource<__elided__>")
+
+
+def check_weights_arguments(args) -> None:
+    if args.external_weights and not args.output:
+        raise DiagnosticError("--external-weights needs -o (the .npz is written beside the output)")
+    if args.elide_resources is not None and args.elide_resources < 0:
+        raise DiagnosticError("--mlir-elide-resource-strings-if-larger needs a number >= 0")
+
+
 def load_weights(module: ModuleOp, input_path: str | None, source: str) -> None:
-    from dlc.weights import WEIGHTS_ATTR, load_for_module
+    from dlc.weights import WEIGHTS_ATTR, WeightResourceError, load_for_module
 
     if WEIGHTS_ATTR not in module.attributes:
         return
     try:
         load_for_module(module, input_path)
+    except WeightResourceError as err:  # inline weights: the message names the weight
+        raise DiagnosticError(str(err), source) from None
     except (OSError, ValueError) as err:
         attr = module.attributes[WEIGHTS_ATTR]
         name = attr.data if isinstance(attr, StringAttr) else str(attr)
@@ -208,7 +228,8 @@ def process_chunk(ctx, text: str, source: str, input_path: str | None, opts: Opt
         _timed(opts.timings, name, start)
         if opts.print_after_all:
             sys.stderr.write(f"// -----// IR Dump After {name} //----- //\n")
-            print_module(module, sys.stderr, generic=opts.generic, elide_constants=opts.elide)
+            print_module(module, sys.stderr, generic=opts.generic, elide_constants=opts.elide,
+                         elide_resource_chars=opts.elide_resources)
     return module
 
 
@@ -310,9 +331,11 @@ def run(argv: list[str]) -> int:
         return 0
     if args.elide_constants is not None and args.elide_constants < 0:
         raise DiagnosticError("--elide-constants needs a number >= 0")
+    check_weights_arguments(args)
     opts = Options(
         pipeline=build_pipeline(args.pipeline), generic=args.generic,
-        elide=args.elide_constants, print_after_all=args.print_ir_after_all,
+        elide=args.elide_constants, elide_resources=args.elide_resources,
+        print_after_all=args.print_ir_after_all,
     )
     text, source = read_text(args.input)
     register_source(source, text)
@@ -345,10 +368,11 @@ def run(argv: list[str]) -> int:
     start = time.perf_counter()
     outputs = []
     for index, module in enumerate(modules):
-        if args.output:
+        if args.external_weights:
             save_weights(module, args.output if len(modules) == 1 else f"{args.output}.{index}")
         out = io.StringIO()
-        print_module(module, out, generic=opts.generic, elide_constants=opts.elide, ctx=ctx)
+        print_module(module, out, generic=opts.generic, elide_constants=opts.elide, ctx=ctx,
+                     inline_weights=not args.external_weights, elide_resource_chars=opts.elide_resources)
         outputs.append(out.getvalue())
     result = "// -----\n".join(outputs)
     if args.output:

@@ -3,7 +3,8 @@
     dlc-translate --to-llvm model.mlir -o model.ll      # LLVM IR text
     dlc-translate --to-cuda model.mlir|model.onnx -o m.cu  # one .cu (+ m.cu.weights.npz)
     dlc-translate --to-ptx  model.mlir --arch sm_90     # PTX
-    dlc-translate --from-onnx model.onnx -o model.mlir  # graph IR (+ model.mlir.weights.npz)
+    dlc-translate --from-onnx model.onnx -o model.mlir  # graph IR, weights inline (dense_resource)
+    dlc-translate --from-onnx model.onnx -o model.mlir --external-weights  # + model.mlir.weights.npz
     dlc-translate --from-te kernel.te                   # loop IR of a tensor expression
 
 Translations live in :data:`TRANSLATIONS`, by flag name, each naming the
@@ -37,7 +38,13 @@ from dlc.diagnostics import (
     verify_module,
     write_atomically,
 )
-from dlc.tools.dlc_opt import ArgumentParser, load_weights, save_weights
+from dlc.tools.dlc_opt import (
+    ArgumentParser,
+    add_weights_arguments,
+    check_weights_arguments,
+    load_weights,
+    save_weights,
+)
 from dlc.tools.printing import print_module
 
 TOOL = "dlc-translate"
@@ -112,6 +119,7 @@ def build_arg_parser() -> ArgumentParser:
     ap.add_argument("--elide-constants", type=int, metavar="N",
                     help="print dense constants of more than N elements as dense_resource<__elided__>")
     ap.add_argument("--generic", action="store_true", help="print imported IR in generic form")
+    add_weights_arguments(ap)
     return ap
 
 
@@ -138,6 +146,7 @@ def run(argv: list[str]) -> int:
     if args.translation is None:
         raise DiagnosticError("choose a translation: " + ", ".join(f"--{n}" for n in TRANSLATIONS))
     name = args.translation
+    check_weights_arguments(args)
     translation = TRANSLATIONS[name]
     fn = translation.load()
 
@@ -150,10 +159,11 @@ def run(argv: list[str]) -> int:
         if not isinstance(module, ModuleOp):
             raise RuntimeError(f"--{name} returned {type(module).__name__}, not a ModuleOp")
         verify_module(module, f"after --{name}")
-        if args.output:
+        if args.external_weights:
             save_weights(module, args.output)
         out = io.StringIO()
-        print_module(module, out, generic=args.generic, elide_constants=args.elide_constants)
+        print_module(module, out, generic=args.generic, elide_constants=args.elide_constants,
+                     inline_weights=not args.external_weights, elide_resource_chars=args.elide_resources)
         result = out.getvalue()
     else:
         from dlc.context import make_context

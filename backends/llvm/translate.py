@@ -6,6 +6,10 @@ its module/function drivers drop what we need: ``llvm.loop`` metadata on latch
 branches (vectorize/unroll hints), function linkage (outlined parallel bodies
 are internal), and renaming of weight symbols (each compiled model binds its
 own arrays in the process-wide JIT symbol table, so the names must be unique).
+Weight globals stay external for the JIT and the exported library (which bind
+or embed the arrays: no copy into the IR); with ``define_weights`` (the LLVM IR
+text of ``dlc-translate --to-llvm``) each becomes an internal constant holding
+the bytes of its weights-store array, so the text stands alone.
 This module is that driver (~100 lines); xDSL's `_declare_func` and
 `_convert_global` are reused for declarations and globals.
 """
@@ -25,6 +29,7 @@ from xdsl.ir import Block, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from dlc.lowering.to_llvm.function import LOOP_ATTR, VECTOR_WIDTH_ATTR, WEIGHT_ATTR
+from dlc.weights import WeightLookupError, lookup_weight, store_of
 
 _UNIQUE = itertools.count()
 
@@ -45,12 +50,17 @@ class Translation:
 
 
 def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | None = None,
-              data_layout: str = "") -> Translation:
+              data_layout: str = "", define_weights: bool = False) -> Translation:
     """Translate a module of llvm-dialect ops to llvmlite.
 
     Weight globals are renamed ``__dlc_w<unique>_<i>`` so that several compiled
-    modules can live in one process. ``metadata_json`` (if given) becomes the
-    exported constant ``dlc_metadata`` (a NUL-terminated string).
+    modules can live in one process; they are external unless ``define_weights``
+    and the module has a weights store (then internal constants with the store's
+    bytes; a weight the store lacks or that was elided from the text is a
+    TranslationError naming it). IR with no store at all (hand-written loop IR
+    naming weights) keeps external declarations, to be linked against.
+    ``metadata_json`` (if given) becomes the exported constant ``dlc_metadata``
+    (a NUL-terminated string).
     """
     from llvmlite import binding
 
@@ -81,6 +91,9 @@ def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | 
             new_name = prefix + name.rsplit("_", 1)[-1]
             renames[name] = new_name
             out.weight_symbols[weight.data] = new_name
+            if define_weights and store_of(module, create=False) is not None:
+                _define_weight(llmod, module, weight.data, new_name)
+                continue
             gvar = ir.GlobalVariable(llmod, convert_type(op.global_type), name=new_name)
             gvar.linkage = "external"
             continue
@@ -103,6 +116,22 @@ def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | 
         gvar.global_constant = True
         gvar.initializer = ir.Constant(array_type, raw)
     return out
+
+
+def _define_weight(llmod: ir.Module, module: ModuleOp, name: str, symbol: str) -> None:
+    """``@symbol = internal constant [N x i8] c"..."``: the raw bytes of weight ``name``
+    (the layout the JIT binds and the exported library embeds), 64-byte aligned."""
+    try:
+        array = lookup_weight(module, name)
+    except WeightLookupError as err:
+        raise TranslationError(f"llvm translation: {err}") from None
+    raw = bytearray(array.tobytes()) or bytearray(1)  # (an empty weight: one unread byte)
+    array_type = ir.ArrayType(ir.IntType(8), len(raw))
+    gvar = ir.GlobalVariable(llmod, array_type, name=symbol)
+    gvar.linkage = "internal"
+    gvar.global_constant = True
+    gvar.align = 64
+    gvar.initializer = ir.Constant(array_type, raw)
 
 
 def _loop_metadata(llmod: ir.Module, kind: str, width: int) -> ir.values.MDValue:

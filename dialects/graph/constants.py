@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, DenseResourceAttr, StringAttr, TensorType
 from xdsl.irdl import attr_def, irdl_op_definition, result_def, traits_def
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -24,6 +24,12 @@ from dlc.dialects.graph_base import (
 from dlc.dialects.graph.common import _expect_count, Types
 
 
+def _is_elided(value) -> bool:
+    from dlc.weights import ELIDED_KEY
+
+    return isinstance(value, DenseResourceAttr) and value.resource_handle.data == ELIDED_KEY
+
+
 @irdl_op_definition
 class ConstantOp(GraphOp):
     """A tensor literal held inline as a dense attribute (small constants).
@@ -35,7 +41,8 @@ class ConstantOp(GraphOp):
 
     name = "graph.constant"
     NARROW_TYPES: ClassVar[bool] = True
-    value = attr_def(DenseIntOrFPElementsAttr)
+    # (or dense_resource<__elided__>: text printed with --elide-constants, no data)
+    value = attr_def(DenseIntOrFPElementsAttr | DenseResourceAttr)
     out = result_def(TensorType)
     traits = traits_def(Pure(), ConstantLike())
 
@@ -43,7 +50,7 @@ class ConstantOp(GraphOp):
     def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
         _expect_count(operand_types, 0)
         value = attrs.raw.get("value")
-        if not isinstance(value, DenseIntOrFPElementsAttr):
+        if not isinstance(value, DenseIntOrFPElementsAttr) and not _is_elided(value):
             raise ShapeError("attribute 'value' must be a dense elements attribute")
         if not isinstance(value.type, TensorType):
             raise ShapeError(f"attribute 'value' must have a tensor type, got {value.type}")
@@ -57,6 +64,12 @@ class ConstantOp(GraphOp):
         return cls.make(value=dense_from_numpy(np.asarray(array)))
 
     def array(self) -> np.ndarray:
+        if _is_elided(self.value):
+            from dlc.weights import ElidedWeightError
+
+            raise ElidedWeightError(
+                "graph.constant: its value was elided from the text (dense_resource<__elided__>, "
+                "printed with --elide-constants); it has no data")
         return numpy_from_dense(self.value)
 
     def reference(self) -> list[np.ndarray]:
@@ -75,7 +88,7 @@ class ConstantOp(GraphOp):
         attributes = parser.parse_optional_attr_dict()
         pos = parser.pos
         value = parser.parse_attribute()
-        if not isinstance(value, DenseIntOrFPElementsAttr):
+        if not isinstance(value, DenseIntOrFPElementsAttr) and not _is_elided(value):
             parser.raise_error(
                 "graph.constant expects a dense elements attribute like dense<...> : tensor<...>",
                 pos,
@@ -116,8 +129,9 @@ class WeightOp(GraphOp):
 
         from dlc.weights import store_of
 
-        if store_of(self, create=False) is None:
-            return  # store not attached (e.g. parsing IR alone): nothing to check
+        store = store_of(self, create=False)
+        if store is None or store.is_elided(self.weight_name.data):
+            return  # no store attached (e.g. parsing IR alone) or no data in the text: nothing to check
         try:
             array = lookup_weight(self, self.weight_name.data)
         except KeyError as err:

@@ -350,11 +350,12 @@ def test_weights_round_trip_through_output(tmp_path, capsys):
         "    func.return %s : tensor<4xf32>\n  }\n}\n"
     )
     path = write(tmp_path, "m.mlir", text)
-    code, out, _ = run_opt(capsys, path)
-    assert code == 0 and 'dlc.weights = "m.weights.npz"' in out
+    code, out, _ = run_opt(capsys, path)  # stdout: the weights inline
+    assert code == 0 and "dlc.weights = {w = dense_resource<w> : tensor<4xf32>}" in out
+    assert 'w: "0x040000000000000000' in out
     (tmp_path / "out").mkdir()
     target = tmp_path / "out" / "r.mlir"
-    assert run_opt(capsys, path, "-o", str(target))[0] == 0
+    assert run_opt(capsys, path, "-o", str(target), "--external-weights")[0] == 0
     assert 'dlc.weights = "r.mlir.weights.npz"' in target.read_text()
     saved = np.load(tmp_path / "out" / "r.mlir.weights.npz")
     np.testing.assert_array_equal(saved["w"], np.arange(4, dtype=np.float32))
@@ -433,9 +434,10 @@ def test_translate_import_elides_and_saves_weights(tmp_path, capsys, monkeypatch
     assert dlc_translate.main(["--from-fake", model, "--elide-constants=8"]) == 0
     out = capsys.readouterr().out
     assert "graph.constant dense_resource<__elided__> : tensor<9xf32>" in out
-    assert "dlc.weights" not in out  # stdout: attributes left as they were
+    assert "dlc.weights = {w = dense_resource<__elided__> : tensor<9xf32>}" in out  # (9 > 8)
+    assert "dialect_resources" not in out
     target = tmp_path / "m.mlir"
-    assert dlc_translate.main(["--from-fake", model, "-o", str(target)]) == 0
+    assert dlc_translate.main(["--from-fake", model, "-o", str(target), "--external-weights"]) == 0
     assert 'dlc.weights = "m.mlir.weights.npz"' in target.read_text()
     np.testing.assert_array_equal(np.load(tmp_path / "m.mlir.weights.npz")["w"], np.ones(9))
 

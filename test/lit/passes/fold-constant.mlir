@@ -1,7 +1,7 @@
 // fold-constant: ops on constants are evaluated; small results stay inline,
 // large ones go to the weights store; dead constants disappear.
 // RUN: dlc-opt %s --split-input-file -p fold-constant | filecheck %s
-// RUN: dlc-opt %s -p 'fold-constant{inline-limit=4}' -o %t.mlir
+// RUN: dlc-opt %s -p 'fold-constant{inline-limit=4}' -o %t.mlir --external-weights
 // RUN: filecheck %s --check-prefix=STORE < %t.mlir
 // RUN: %python -c "import numpy as n; d = n.load('%t.mlir.weights.npz'); print(sorted(d.files), d['m.mul'].tolist())" | filecheck %s --check-prefix=NPZ
 // RUN: dlc-opt %s --split-input-file -p 'fold-constant{size-limit=5}' | filecheck %s --check-prefix=LIMIT
