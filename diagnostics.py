@@ -323,7 +323,7 @@ def run_tool(tool: str, main: Callable[[list[str]], int], argv: list[str] | None
 
 
 # ---------------------------------------------------------------------------
-# files: clear errors on read, atomic writes
+# files: clear errors on read (writes: output_files.py)
 # ---------------------------------------------------------------------------
 
 
@@ -345,19 +345,11 @@ def read_text(path: str | None) -> tuple[str, str]:
 
 
 def write_atomically(path: str, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename, so a
-    failure never leaves a partial output."""
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp{os.getpid()}")
-    mode = "wb" if isinstance(data, bytes) else "w"
-    try:
-        with open(tmp, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as err:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise DiagnosticError(f"cannot write '{path}': {err.strerror or err}") from None
+    """Moved to :func:`dlc.output_files.write_atomically` (this name stays for its
+    callers): outputs are written by that module's rule."""
+    from dlc.output_files import write_atomically as write
+
+    write(path, data)
 
 
 def describe_op(op: Operation) -> str:
