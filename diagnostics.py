@@ -115,6 +115,16 @@ def error_at_op(op: Operation, message: str) -> DiagnosticError:
     return DiagnosticError(message, file, line, col, caret_len=caret_len)
 
 
+class VerifyAtOpException(VerifyException):
+    """A verifier's failure at another op than its own: an op it contains
+    (``tloop.for`` checking the loads and stores of its nest). verify_module
+    locates the diagnostic at ``op``."""
+
+    def __init__(self, op: Operation, message: str):
+        super().__init__(message)
+        self.op = op
+
+
 class OpError(DiagnosticException):
     """A pass failure at an op: ``raise op_error(op, "why")`` inside a pass."""
 
@@ -245,6 +255,8 @@ def verify_module(module: Operation, context: str = "") -> None:
     except (VerifyException, ValueError) as err:
         first_error = err
     op, err = _find_failing_op(module) or (module, first_error)
+    if isinstance(err, VerifyAtOpException):
+        op = err.op
     message = str(err).split("\n")[0].removeprefix(_XDSL_PREFIX)
     message = message.removeprefix(f"Operation {op.name} ")
     if not message.startswith(op.name):

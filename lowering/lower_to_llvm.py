@@ -57,6 +57,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.dialects import tloop
+from dlc.dialects.tloop_bounds import first_out_of_bounds
 from dlc.lowering.to_llvm.function import (
     HOST_ATTR,
     NUM_INPUTS_ATTR,
@@ -189,6 +190,10 @@ def lower_module(module: ModuleOp) -> None:
             raise LoweringError(
                 op, f"'{op.name}' is a graph-level op; run lower-to-loops first"
             )
+        if isinstance(op, tloop.ForOp) and not isinstance(op.parent_op(), tloop.ForOp):
+            # the verifier's bounds check, for IR built in Python and never verified
+            if (found := first_out_of_bounds(op)) is not None:
+                raise LoweringError(*found)
     state = ModuleState(module, {}, {}, [])
     if not any(op.sym_name.data == SET_NUM_THREADS for op in module.ops if isinstance(op, llvm.FuncOp)):
         state.new_ops.extend(_thread_count_support())
