@@ -18,6 +18,8 @@ The core layer's one place that decides how an output path is written (every
   own descriptor is written at its offset, as ``print`` would; another
   process's file is appended to (a rename would detach the file from the
   output, truncating it would drop what was written there before);
+* another file under /proc or /sys (``/proc/sys/...``): written in place, as
+  ``echo 1 > FILE`` does (no file can be created there);
 * a directory, a missing directory, a path that cannot be written: a
   :class:`DiagnosticError` naming the path as the user gave it (never a
   temporary path), before anything is written.
@@ -99,6 +101,9 @@ def _missing_parent(path: str, target: str) -> DiagnosticError | None:
     return _error(path, f"no such directory '{parent}'")
 
 
+# files the kernel makes up: written in place (no file can be created there)
+_KERNEL_FILES = ("/proc/", "/sys/")
+
 # /proc/PID/fd/N (and /proc/PID/task/TID/fd/N): a link to a file some process
 # has open, which /dev/stdout, /dev/fd/N and /proc/self/fd/N lead to
 _OPEN_FILE_LINK = re.compile(r"/proc/([^/]+)/(?:task/[^/]+/)?fd/([0-9]+)")
@@ -125,6 +130,7 @@ def plan_output(path: str) -> _Plan:
 
     Raises a :class:`DiagnosticError` naming ``path`` when it cannot be: a
     directory, a missing directory, a symlink loop, no permission to look."""
+    path = os.fspath(path)
     if not path:
         raise DiagnosticError("cannot write '': empty output path")
     try:
@@ -145,6 +151,8 @@ def plan_output(path: str) -> _Plan:
         own = link[0] == os.getpid()
         return _Plan(path, path, staged=False, mode=None, fd=link[1] if own else None, append=not own)
     target = os.path.realpath(path)
+    if st is not None and target.startswith(_KERNEL_FILES):  # /proc/sys/...: echo's way
+        return _Plan(path, path, staged=False, mode=None)
     if st is None and target.startswith("/proc/"):
         raise _error(path, "no such file (files cannot be created in /proc)")
     if st is None:
@@ -192,7 +200,8 @@ class OutputSet:
     ``add*`` stage an output at once (a staged output's temporary file is
     written then); :meth:`commit` (the end of a ``with`` block without an
     exception) publishes them; :meth:`discard` (an exception) removes the
-    temporary files. The same path twice is an error."""
+    temporary files. The same file twice is an error (a device such as
+    /dev/null may be given several times)."""
 
     def __init__(self) -> None:
         # (plan, temporary file): staged outputs have theirs beside the target,
@@ -232,7 +241,7 @@ class OutputSet:
         if self._done:
             raise RuntimeError("OutputSet: already committed or discarded")
         plan = plan_output(path)
-        if any(p.target == plan.target for p, _ in self._pending):
+        if plan.staged and any(p.staged and p.target == plan.target for p, _ in self._pending):
             raise _error(path, "the same file is given as two outputs")
         tmp = _temp_beside(plan.target, path) if plan.staged else self._private_temp(path)
         # the name is reserved (and the directory known writable): the producer
