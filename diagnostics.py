@@ -117,6 +117,16 @@ def error_at_op(op: Operation, message: str) -> DiagnosticError:
     return DiagnosticError(message, file, line, col, caret_len=caret_len)
 
 
+class VerifyAtOpException(VerifyException):
+    """A verifier's failure at another op than its own: an op it contains
+    (``tloop.for`` checking the loads and stores of its nest). verify_module
+    locates the diagnostic at ``op``."""
+
+    def __init__(self, op: Operation, message: str):
+        super().__init__(message)
+        self.op = op
+
+
 class OpError(DiagnosticException):
     """A pass failure at an op: ``raise op_error(op, "why")`` inside a pass."""
 
@@ -259,6 +269,8 @@ def verify_module(module: Operation, context: str = "") -> None:
     except (VerifyException, ValueError) as err:
         first_error = err
     op, err = _find_failing_op(module) or (module, first_error)
+    if isinstance(err, VerifyAtOpException):
+        op = err.op
     message = str(err).split("\n")[0].removeprefix(_XDSL_PREFIX)
     message = message.removeprefix(f"Operation {op.name} ")
     if not message.startswith(op.name):
@@ -337,7 +349,7 @@ def run_tool(tool: str, main: Callable[[list[str]], int], argv: list[str] | None
 
 
 # ---------------------------------------------------------------------------
-# files: clear errors on read, atomic writes
+# files: clear errors on read (writes: output_files.py)
 # ---------------------------------------------------------------------------
 
 
@@ -359,19 +371,11 @@ def read_text(path: str | None) -> tuple[str, str]:
 
 
 def write_atomically(path: str, data: str | bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename, so a
-    failure never leaves a partial output."""
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.tmp{os.getpid()}")
-    mode = "wb" if isinstance(data, bytes) else "w"
-    try:
-        with open(tmp, mode, **({} if isinstance(data, bytes) else {"encoding": "utf-8"})) as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except OSError as err:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise DiagnosticError(f"cannot write '{path}': {err.strerror or err}") from None
+    """Moved to :func:`dlc.output_files.write_atomically` (this name stays for its
+    callers): outputs are written by that module's rule."""
+    from dlc.output_files import write_atomically as write
+
+    write(path, data)
 
 
 def describe_op(op: Operation) -> str:

@@ -409,14 +409,20 @@ class CompiledModule:
         self._native.set_num_threads(n)
 
     def export(self, path: str) -> str:
-        """Write a shared library (weights embedded) loadable by ``dlc.runtime.load``."""
+        """Write a shared library (weights embedded) loadable by ``dlc.runtime.load``
+        at ``path``: a file (replaced whole, or not at all), a symlink's target, a
+        device or FIFO (written through); a directory or a missing directory is a
+        CompileError (dlc.output_files)."""
         from dlc.backends.llvm.export import ExportError, export_shared_library
+        from dlc.diagnostics import DiagnosticError
 
         start = time.perf_counter()
         try:
             export_shared_library(self.llvm_ir, self._weights, path)
         except ExportError as err:
             raise CompileError(str(err)) from None
+        except DiagnosticError as err:  # the path cannot be written (output_files)
+            raise CompileError(err.message) from None
         self.timings["export"] = time.perf_counter() - start
         return path
 

@@ -50,6 +50,7 @@ import re
 import weakref
 import zipfile
 from collections.abc import Iterator
+from typing import BinaryIO
 
 import numpy as np
 from xdsl.dialects import builtin
@@ -140,22 +141,28 @@ class WeightStore:
         self.elided.pop(name, None)
 
     def save(self, path: str) -> None:
-        """Write all arrays to ``path`` (.npz, uncompressed), atomically.
-
-        Written member by member rather than with ``np.savez(path, **arrays)``,
-        whose keyword arguments clash with weights named ``file`` or
-        ``allow_pickle``."""
+        """Write all arrays to ``path`` (.npz, uncompressed), atomically."""
         tmp = path + ".tmp.npz"
         try:
-            with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
-                for name, array in self._arrays.items():
-                    with archive.open(name + ".npy", "w", force_zip64=True) as member:
-                        np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+            with open(tmp, "wb") as f:
+                self.write(f)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
                 os.remove(tmp)
         self.path = path
+
+    def write(self, file: BinaryIO) -> None:
+        """Write all arrays as an .npz (uncompressed) to the open binary ``file``
+        (what dlc.output_files.OutputSet.add_writer passes).
+
+        Written member by member rather than with ``np.savez(path, **arrays)``,
+        whose keyword arguments clash with weights named ``file`` or
+        ``allow_pickle``."""
+        with zipfile.ZipFile(file, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+            for name, array in self._arrays.items():
+                with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
 
     @classmethod
     def load(cls, path: str) -> WeightStore:

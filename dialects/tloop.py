@@ -9,7 +9,9 @@ those lack:
   vectorized, unrolled) that schedule primitives set and backends honour. It
   carries no values: reductions accumulate in memory, as in TIR, so schedule
   primitives can move loops freely. Partial tiles after a non-dividing split are
-  guarded with ``scf.if``.
+  guarded with ``scf.if``. Its verifier (on an outermost loop) rejects a
+  ``memref.load``/``store`` of its nest whose affine index certainly leaves a
+  static extent (dialects/tloop_bounds.py), located at the access.
 * ``tloop.weight``: a buffer backed by the module's weights store (never
   copied element by element into IR).
 
@@ -59,6 +61,9 @@ from xdsl.traits import (
     ensure_terminator,
 )
 from xdsl.utils.exceptions import VerifyException
+
+from dlc.diagnostics import VerifyAtOpException
+from dlc.dialects.tloop_bounds import first_out_of_bounds
 
 LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
 KERNEL_ATTR = "tloop.kernel"
@@ -163,6 +168,10 @@ class ForOp(IRDLOperation):
         block = self.body.block
         if len(block.args) != 1 or not isinstance(block.args[0].type, IndexType):
             raise VerifyException("tloop.for: body must take exactly one index argument")
+        if not isinstance(self.parent_op(), ForOp):  # an outermost loop checks its nest
+            found = first_out_of_bounds(self)
+            if found is not None:
+                raise VerifyAtOpException(*found)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

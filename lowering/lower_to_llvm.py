@@ -63,6 +63,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.dialects import tloop
+from dlc.dialects.tloop_bounds import first_out_of_bounds
 from dlc.lowering.to_llvm.function import (
     ALLOC_FAILURE_GETTER,
     ALLOC_FAILURE_GLOBAL,
@@ -235,6 +236,10 @@ def lower_module(module: ModuleOp) -> None:
             raise LoweringError(
                 op, f"'{op.name}' is a graph-level op; run lower-to-loops first"
             )
+        if isinstance(op, tloop.ForOp) and not isinstance(op.parent_op(), tloop.ForOp):
+            # the verifier's bounds check, for IR built in Python and never verified
+            if (found := first_out_of_bounds(op)) is not None:
+                raise LoweringError(*found)
     state = ModuleState(module, {}, {}, [])
     state.status_functions = _status_functions(funcs)
     if not any(op.sym_name.data == SET_NUM_THREADS for op in module.ops if isinstance(op, llvm.FuncOp)):

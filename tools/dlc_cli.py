@@ -24,6 +24,7 @@ import time
 import numpy as np
 
 from dlc.diagnostics import DiagnosticError, parse_module, read_text, run_tool, verify_module
+from dlc.output_files import OutputSet, check_writable, publish_file
 from dlc.tools.dlc_opt import ArgumentParser, load_weights, print_timings
 
 TOOL = "dlc"
@@ -162,15 +163,11 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
 
 
 def cmd_compile(args) -> int:
+    check_writable(args.output)  # -o DIR, -o /missing/x.so: fail before compiling
     compiled = compile_model(args.model, args.target, args.entry, args.threads)
-    out = os.path.abspath(args.output)
-    tmp = os.path.join(os.path.dirname(out), f".{os.path.basename(out)}.tmp{os.getpid()}.so")
-    try:
-        _guard(f"exporting '{args.output}'", compiled.export, tmp)
-        os.replace(tmp, out)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    # the library is linked into a temporary path, then put at -o by the rule of
+    # dlc.output_files (renamed over a file, written through a device or FIFO)
+    publish_file(lambda tmp: _guard(f"exporting '{args.output}'", compiled.export, tmp), args.output)
     if args.pass_timing:
         print_timings(dict(getattr(compiled, "timings", {}) or {}), sys.stderr)
     return 0
@@ -327,6 +324,8 @@ def cmd_run(args) -> int:
     kind = _kind(args.model)
     if args.repeat < 1:
         raise DiagnosticError("--repeat needs a number >= 1")
+    for path in args.output:
+        check_writable(path)  # --output DIR, --output /missing/x.npy: fail before the run
     if kind == "so":
         if args.check:
             raise DiagnosticError("--check needs the .mlir or .onnx model (a .so has no reference)")
@@ -367,11 +366,9 @@ def cmd_run(args) -> int:
         got = [np.asarray(o) for o in outputs[:len(expected_stored)]]
         if not compare(got, expected_stored, args.rtol, args.atol):
             raise DiagnosticError("outputs differ from the --expect files")
-    for path, array in zip(args.output, outputs):
-        try:
-            np.save(path, np.asarray(array), allow_pickle=False)
-        except OSError as err:
-            raise DiagnosticError(f"cannot write '{path}': {err.strerror or err}") from None
+    with OutputSet() as files:  # every --output or none; each at its path as given
+        for path, array in zip(args.output, outputs):
+            files.add_writer(path, lambda f, a=np.asarray(array): np.lib.format.write_array(f, a, allow_pickle=False))
     return 0
 
 

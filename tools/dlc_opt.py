@@ -34,9 +34,9 @@ from dlc.diagnostics import (
     register_source,
     run_tool,
     verify_module,
-    write_atomically,
 )
 import dlc.frontends.te  # noqa: F401  (graph.custom's "te" language and kernel: dlc-cli/translate import this module too)
+from dlc.output_files import OutputSet, check_writable, is_file_output
 from dlc.tools.printing import print_module
 
 TOOL = "dlc-opt"
@@ -197,18 +197,22 @@ def load_weights(module: ModuleOp, input_path: str | None, source: str) -> None:
         raise DiagnosticError(f"cannot load weights '{name}': {getattr(err, 'strerror', None) or err}", source) from None
 
 
-def save_weights(module: ModuleOp, output_path: str) -> None:
-    """Save the module's weights next to ``output_path`` and name them in it."""
+def save_weights(module: ModuleOp, output_path: str, outputs: OutputSet | None = None) -> None:
+    """Save the module's weights next to ``output_path`` (``PATH.weights.npz``)
+    and name them in it; staged in ``outputs`` (published with the IR, all or
+    none), else written now. An output that is no regular file (a FIFO,
+    /dev/stdout) gets no sidecar, as stdout gets none."""
     from dlc.weights import WEIGHTS_ATTR, store_of
 
     store = store_of(module, create=False)
-    if store is None or len(store) == 0:
+    if store is None or len(store) == 0 or not is_file_output(output_path):
         return
     npz = output_path + ".weights.npz"
-    try:
-        store.save(npz)
-    except OSError as err:
-        raise DiagnosticError(f"cannot write '{npz}': {err.strerror or err}") from None
+    if outputs is None:
+        with OutputSet() as now:
+            now.add_writer(npz, store.write)
+    else:
+        outputs.add_writer(npz, store.write)
     module.attributes[WEIGHTS_ATTR] = StringAttr(os.path.basename(npz))
 
 
@@ -339,6 +343,8 @@ def run(argv: list[str]) -> int:
     )
     text, source = read_text(args.input)
     register_source(source, text)
+    if args.output:
+        check_writable(args.output)  # -o DIR, -o /missing/x: fail before the passes
     input_path = None if source == "<stdin>" else args.input
     chunks = split_chunks(text) if args.split_input_file else [text]
 
@@ -367,18 +373,19 @@ def run(argv: list[str]) -> int:
         return 1
     start = time.perf_counter()
     outputs = []
-    for index, module in enumerate(modules):
-        if args.external_weights:
-            save_weights(module, args.output if len(modules) == 1 else f"{args.output}.{index}")
-        out = io.StringIO()
-        print_module(module, out, generic=opts.generic, elide_constants=opts.elide, ctx=ctx,
-                     inline_weights=not args.external_weights, elide_resource_chars=opts.elide_resources)
-        outputs.append(out.getvalue())
-    result = "// -----\n".join(outputs)
-    if args.output:
-        write_atomically(args.output, result)
-    else:
-        sys.stdout.write(result)
+    with OutputSet() as files:  # -o and its weights sidecars: all or none
+        for index, module in enumerate(modules):
+            if args.external_weights:
+                save_weights(module, args.output if len(modules) == 1 else f"{args.output}.{index}", files)
+            out = io.StringIO()
+            print_module(module, out, generic=opts.generic, elide_constants=opts.elide, ctx=ctx,
+                         inline_weights=not args.external_weights, elide_resource_chars=opts.elide_resources)
+            outputs.append(out.getvalue())
+        result = "// -----\n".join(outputs)
+        if args.output:
+            files.add(args.output, result)
+        else:
+            sys.stdout.write(result)
     _timed(opts.timings, "output", start)
     if args.pass_timing:
         print_timings(opts.timings, sys.stderr)

@@ -36,8 +36,8 @@ from dlc.diagnostics import (
     read_text,
     run_tool,
     verify_module,
-    write_atomically,
 )
+from dlc.output_files import OutputSet, check_writable
 from dlc.tools.dlc_opt import (
     ArgumentParser,
     add_weights_arguments,
@@ -149,7 +149,16 @@ def run(argv: list[str]) -> int:
     check_weights_arguments(args)
     translation = TRANSLATIONS[name]
     fn = translation.load()
+    if args.output:
+        check_writable(args.output)  # -o DIR, -o /missing/x: fail before the work
+    files = OutputSet()
+    try:
+        return _translate(args, name, translation, fn, files)
+    finally:
+        files.discard()  # an error: no temporary file stays, nothing is published
 
+
+def _translate(args, name: str, translation: Translation, fn: Callable, files: OutputSet) -> int:
     if translation.direction == "import":
         if args.input == "-":
             raise DiagnosticError(f"--{name} needs an input file")
@@ -160,7 +169,7 @@ def run(argv: list[str]) -> int:
             raise RuntimeError(f"--{name} returned {type(module).__name__}, not a ModuleOp")
         verify_module(module, f"after --{name}")
         if args.external_weights:
-            save_weights(module, args.output)
+            save_weights(module, args.output, files)
         out = io.StringIO()
         print_module(module, out, generic=args.generic, elide_constants=args.elide_constants,
                      inline_weights=not args.external_weights, elide_resource_chars=args.elide_resources)
@@ -186,11 +195,12 @@ def run(argv: list[str]) -> int:
             result += "\n"
 
     if args.output:
-        write_atomically(args.output, result)
+        files.add(args.output, result)
         if name == "to-cuda":  # the host entry takes the weights: keep them beside the .cu
-            save_weights(module, args.output)
+            save_weights(module, args.output, files)
     else:
         sys.stdout.write(result)
+    files.commit()  # the output and its weights sidecar: all or none
     return 0
 
 

@@ -26,6 +26,7 @@ import tempfile
 import numpy as np
 
 from dlc.backends.llvm.jit import host_target_machine, libgomp_path, parse_and_optimize
+from dlc.output_files import check_writable, publish_file
 from dlc.runtime.library import append_trailer
 
 
@@ -75,6 +76,7 @@ def weights_assembly(weights: dict[str, np.ndarray], blob_path: str) -> str:
 
 def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: str, opt: int = 3) -> None:
     """Compile ``llvm_ir`` (unoptimized is fine) for the host into the shared library ``path``."""
+    check_writable(path)  # a directory or a missing one: fail before the work
     tm = host_target_machine(pic=True, opt=opt)  # the JIT's CPU name + features (FMA...)
     module = parse_and_optimize(llvm_ir, tm, opt)
     cc = _cc()
@@ -91,9 +93,13 @@ def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: st
             _run([cc, "-c", asm, "-o", weights_obj])
             objects.append(weights_obj)
         gomp = libgomp_path()
-        out = os.path.abspath(path)
-        tmp_out = os.path.join(tmp, "model.so")
-        _run([cc, "-shared", "-o", tmp_out, *objects, *([gomp] if gomp else []), "-lm",
-              "-Wl,-z,noexecstack"])
-        append_trailer(tmp_out)  # verified by dlc.runtime.load before dlopen
-        shutil.move(tmp_out, out)
+        # linked into a temporary file, then put at `path` by dlc.output_files' rule:
+        # renamed over a file (a symlink's target), written through a device or
+        # FIFO, an error for a directory or a missing one
+
+        def link(staged: str) -> None:
+            _run([cc, "-shared", "-o", staged, *objects, *([gomp] if gomp else []), "-lm",
+                  "-Wl,-z,noexecstack"])
+            append_trailer(staged)  # verified by dlc.runtime.load before dlopen
+
+        publish_file(link, path)

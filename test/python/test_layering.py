@@ -17,7 +17,7 @@ This file is THE layer table of dlc (docs/architecture.md names it). Layers, top
                 (evaluator.py: the numpy engine of fold-constant, over the dialects' ops)
     dialects    the IR: dialects/ (graph, tloop) and context.py (`make_context`, the one place
                 that knows every dialect, so it sits on top of them)
-    core        what every layer uses: diagnostics.py, registry.py, weights.py, target.py
+    core        what every layer uses: diagnostics.py, output_files.py, registry.py, weights.py, target.py
 
 Same-layer imports are fine. Every import counts, also the ones inside functions (a lazy
 import is still a dependency; it only moves the cost). bench/, conformance/, examples/,
@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("frontends/backends/runtime", ("frontends/", "backends/", "runtime/")),
     ("lowering/transforms", ("lowering/", "transforms/", "passes.py", "evaluator.py")),
     ("dialects", ("dialects/", "context.py")),
-    ("core", ("diagnostics.py", "registry.py", "weights.py", "target.py")),
+    ("core", ("diagnostics.py", "output_files.py", "registry.py", "weights.py", "target.py")),
 ]
 OUTSIDE = ("bench/", "conformance/", "examples/", "docs/", "test/", "quickstart/")
 

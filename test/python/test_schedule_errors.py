@@ -103,7 +103,7 @@ CASES = [
      "scratch buffer %t is shared by all its iterations"),
     (STENCIL, "stencil", lambda s: s.parallel("i") and s.compute_at("p", "j"),
      "compute_at: %t would be written by all iterations of parallel loop 'i' (apply compute_at before parallel)"),
-    (STENCIL.replace("%a = memref.load %t[%i, %j]", "%a = memref.load %t[%j, %i]"), "stencil",
+    (STENCIL.replace("%a = memref.load %t[%i, %j]", "%a = memref.load %t[%j, %j]"), "stencil",
      lambda s: s.compute_at("p", "j"), "the reads of %t have different origins in dimension 0"),
 ]
 
