@@ -403,7 +403,7 @@ def check_threads(threads: int | None) -> None:
 
 def run(argv: list[str]) -> int:
     args = build_arg_parser().parse_args(argv)
-    check_threads(args.threads)
+    check_threads(getattr(args, "threads", None))  # `dlc view` has no --threads
     if args.command == "compile":
         return cmd_compile(args)
     if args.command == "view":
