@@ -28,6 +28,7 @@ from dlc.frontends.onnx.registry import converts
 
 @converts("GatherND")
 def convert_gather_nd(node: Node, ctx: ImportContext):
+    _check_nd_indices(node, ctx)
     return [ctx.emit(g.GatherNDOp, node.input(0), node.input(1), batch_dims=node.attr("batch_dims", 0))]
 
 
@@ -38,13 +39,36 @@ def _reduction(node: Node) -> str | None:
 
 @converts("ScatterND")
 def convert_scatter_nd(node: Node, ctx: ImportContext):
+    _check_nd_indices(node, ctx)
     return [ctx.emit(g.ScatterNDOp, node.input(0), node.input(1), node.input(2), reduction=_reduction(node))]
 
 
 @converts("ScatterElements", "Scatter")
 def convert_scatter_elements(node: Node, ctx: ImportContext):
-    return [ctx.emit(g.ScatterElementsOp, node.input(0), node.input(1), node.input(2),
-                     axis=node.attr("axis", 0), reduction=_reduction(node))]
+    data = node.input(0)
+    axis = ctx.axis(node.attr("axis", 0), data.rank)
+    ctx.check_indices(node.input(1), data.shape[axis], "indices", f"axis {axis} of 'data'")
+    return [ctx.emit(g.ScatterElementsOp, data, node.input(1), node.input(2),
+                     axis=axis, reduction=_reduction(node))]
+
+
+def _check_nd_indices(node: Node, ctx: ImportContext) -> None:
+    """Compile-time GatherND / ScatterND indices: each last-axis entry k in range of data dim batch_dims + k."""
+    data, indices = node.input(0), node.input(1)
+    if indices is None or indices.const is None or indices.rank == 0:
+        return
+    batch = int(node.attr("batch_dims", 0))
+    depth = indices.shape[-1]
+    if batch + depth > data.rank:
+        raise ctx.error(f"indices' last dim {depth} plus batch_dims {batch} exceeds data rank {data.rank}")
+    tuples = np.asarray(indices.const).reshape(-1, depth) if depth else np.zeros((0, 0), np.int64)
+    for k in range(depth):
+        n = data.shape[batch + k]
+        col = tuples[:, k]
+        bad = col[(col < -n) | (col >= n)]
+        if bad.size:
+            raise ctx.error(f"index {int(bad[0])} in input 'indices' ('{indices.name}') is out of range "
+                            f"for axis {batch + k} of 'data' of size {n} (valid: {-n} to {n - 1})")
 
 
 @converts("TopK")
@@ -57,7 +81,7 @@ def convert_top_k(node: Node, ctx: ImportContext):
         if len(ks) != 1:
             raise ctx.error(f"K must hold one value, got {len(ks)}")
         k = ks[0]
-    values, indices = ctx.emit_multi(g.TopKOp, x, k=k, axis=node.attr("axis", -1),
+    values, indices = ctx.emit_multi(g.TopKOp, x, k=k, axis=ctx.axis(node.attr("axis", -1), x.rank),
                                      largest=bool(node.attr("largest", 1)), sorted=bool(node.attr("sorted", 1)))
     return [values, indices]
 
@@ -73,9 +97,9 @@ def convert_tensor_scatter(node: Node, ctx: ImportContext):
     cache, update, write_indices = node.input(0), node.input(1), node.input(2)
     rank = cache.rank
     axis = node.attr("axis", -2)
-    if not -rank <= axis < rank or rank < 2:
-        raise ctx.error(f"axis {axis} is out of range for past_cache of rank {rank}")
-    axis %= rank
+    if rank < 2:
+        raise ctx.error(f"past_cache must have rank >= 2, got {rank}")
+    axis = ctx.axis(axis, rank)
     if axis == 0:
         raise ctx.error("axis must not be 0 (the batch axis)")
     mode = node.attr("mode", "linear")

@@ -326,14 +326,13 @@ def convert_batch_norm(node: Node, ctx: ImportContext):
 @converts("LayerNormalization")
 def convert_layer_norm(node: Node, ctx: ImportContext):
     x, scale, bias = node.input(0), node.input(1), node.input(2)
-    axis = int(node.attr("axis", -1))
+    axis = ctx.axis(node.attr("axis", -1), x.rank)
     eps = float(node.attr("epsilon", 1e-5))
     if node.num_outputs == 1:
         if bias is None:
             bias = ctx.constant(np.zeros(scale.shape, dtype=scale.dtype))
         return [ctx.emit(g.LayerNormOp, x, scale, bias, axis=axis, epsilon=eps)]
     # Mean and InvStdDev wanted too: spell the normalization out
-    axis = axis + x.rank if axis < 0 else axis
     axes = list(range(axis, x.rank))
     stash = _stash(ctx, node, x)
     xs = _cast(ctx, x, stash)
@@ -360,8 +359,7 @@ def _cast(ctx: ImportContext, t: Tensor, element_type) -> Tensor:
 @converts("RMSNormalization")
 def convert_rms_norm(node: Node, ctx: ImportContext):
     x, scale = node.input(0), node.input(1)
-    axis = int(node.attr("axis", -1))
-    axis = axis + x.rank if axis < 0 else axis
+    axis = ctx.axis(node.attr("axis", -1), x.rank)
     xs = _cast(ctx, x, _stash(ctx, node, x))
     mean_sq = ctx.emit(g.ReduceMeanOp, ctx.emit(g.MulOp, xs, xs), axes=list(range(axis, x.rank)),
                        keepdims=True)
@@ -396,7 +394,7 @@ def convert_group_norm(node: Node, ctx: ImportContext):
 @converts("MeanVarianceNormalization")
 def convert_mvn(node: Node, ctx: ImportContext):
     x = node.input(0)
-    axes = [int(a) for a in node.attr("axes", [0, 2, 3])]
+    axes = ctx.axes(node.attr("axes", [0, 2, 3]), x.rank)
     mean = ctx.emit(g.ReduceMeanOp, x, axes=axes, keepdims=True)
     centered = ctx.emit(g.SubOp, x, mean)
     var = ctx.emit(g.ReduceMeanOp, ctx.emit(g.MulOp, centered, centered), axes=axes, keepdims=True)
@@ -408,7 +406,7 @@ def convert_mvn(node: Node, ctx: ImportContext):
 @converts("LpNormalization")
 def convert_lp_norm(node: Node, ctx: ImportContext):
     x = node.input(0)
-    axis, p = int(node.attr("axis", -1)), int(node.attr("p", 2))
+    axis, p = ctx.axis(node.attr("axis", -1), x.rank), int(node.attr("p", 2))
     if p == 1:
         norm = ctx.emit(g.ReduceSumOp, ctx.emit(g.AbsOp, x), axes=[axis], keepdims=True)
     elif p == 2:
@@ -441,11 +439,7 @@ def convert_instance_norm(node: Node, ctx: ImportContext):
 def convert_softmax(node: Node, ctx: ImportContext):
     x = node.input(0)
     legacy = node.opset < 13  # softmax over the 2-D flattening at axis
-    axis = int(node.attr("axis", 1 if legacy else -1))
-    if axis < 0:
-        axis += x.rank
-    if not 0 <= axis < max(x.rank, 1):
-        raise ctx.error(f"axis {node.attr('axis')} is out of range for rank {x.rank}")
+    axis = ctx.axis(node.attr("axis", 1 if legacy else -1), x.rank)
     y = x
     if legacy and axis != x.rank - 1:
         y = reshape(ctx, x, [math.prod(x.shape[:axis]), math.prod(x.shape[axis:])])

@@ -14,7 +14,7 @@ import numpy as np
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import element_type_of, numpy_dtype
 from dlc.frontends.onnx.errors import OnnxImportError
-from dlc.frontends.onnx.importer import ImportContext, Node, Tensor, graph_element_type
+from dlc.frontends.onnx.importer import FOLD_ELEMENT_LIMIT, ImportContext, Node, Tensor, graph_element_type
 from dlc.frontends.onnx.registry import converts
 
 
@@ -131,7 +131,14 @@ def convert_range(node: Node, ctx: ImportContext):
         for i, name in enumerate(("start", "limit", "delta"))
     )
     dtype = np.asarray(start).dtype
+    if delta == 0:
+        raise ctx.error("delta is 0 (Range needs a non-zero step)")
+    if not all(np.isfinite(v) for v in (start, limit, delta)):
+        raise ctx.error(f"start {start}, limit {limit} and delta {delta} must be finite")
     count = max(int(np.ceil((limit - start) / delta)), 0)
+    if count > FOLD_ELEMENT_LIMIT:
+        raise ctx.error(f"Range of {count} elements exceeds the {FOLD_ELEMENT_LIMIT}-element limit "
+                        "of compile-time values")
     values = (start + np.arange(count) * delta).astype(dtype)
     return [ctx.constant(values, name=node.proto.output[0])]
 
@@ -174,16 +181,13 @@ def convert_transpose(node: Node, ctx: ImportContext):
 @converts("Concat")
 def convert_concat(node: Node, ctx: ImportContext):
     inputs = [t for t in node.inputs if t is not None]
-    return [ctx.emit(g.ConcatOp, *inputs, axis=int(node.attr("axis", 0)))]
+    return [ctx.emit(g.ConcatOp, *inputs, axis=ctx.axis(node.required("axis"), inputs[0].rank))]
 
 
 @converts("Split")
 def convert_split(node: Node, ctx: ImportContext):
     x = node.input(0)
-    axis = node.attr("axis", 0)
-    axis = axis + x.rank if axis < 0 else axis
-    if not 0 <= axis < x.rank:
-        raise ctx.error(f"axis {node.attr('axis')} is out of range for rank {x.rank}")
+    axis = ctx.axis(node.attr("axis", 0), x.rank)
     if node.opset < 13:
         sizes = node.attr("split")
     else:
@@ -210,8 +214,13 @@ def convert_slice(node: Node, ctx: ImportContext):
         ends = ctx.const_ints(node.input(2), "ends")
         axes = None if node.input(3) is None else ctx.const_ints(node.input(3), "axes")
         steps = None if node.input(4) is None else ctx.const_ints(node.input(4), "steps")
-    axes = list(range(len(starts))) if axes is None else list(axes)
+    axes = list(range(len(starts))) if axes is None else ctx.axes(axes, x.rank)
     steps = [1] * len(starts) if steps is None else list(steps)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.error(f"starts, ends, axes and steps must have one entry per sliced axis, got "
+                        f"{len(starts)}, {len(ends)}, {len(axes)} and {len(steps)}")
+    if 0 in steps:
+        raise ctx.error(f"steps {steps} hold 0 (a step must be non-zero)")
     return [ctx.emit(g.SliceOp, x, starts=list(starts), ends=list(ends), axes=axes, steps=steps)]
 
 
@@ -230,7 +239,9 @@ def convert_pad(node: Node, ctx: ImportContext):
         value = 0.0 if cv is None else float(np.asarray(ctx.const_of(cv, "constant_value")).reshape(-1)[0])
         axes_t = node.input(3)
         if axes_t is not None:
-            axes = [a + x.rank if a < 0 else a for a in ctx.const_ints(axes_t, "axes")]
+            axes = ctx.axes(ctx.const_ints(axes_t, "axes"), x.rank)
+            if len(pads) != 2 * len(axes):
+                raise ctx.error(f"pads {pads} must hold 2 values per axis in axes {axes}")
             full = [0] * (2 * x.rank)
             for i, a in enumerate(axes):
                 full[a] = pads[i]
@@ -275,7 +286,10 @@ def _slice_axis(ctx: ImportContext, x: Tensor, axis: int, start: int, stop: int)
 
 @converts("Gather")
 def convert_gather(node: Node, ctx: ImportContext):
-    return [ctx.emit(g.GatherOp, node.input(0), node.input(1), axis=int(node.attr("axis", 0)))]
+    data = node.input(0)
+    axis = ctx.axis(node.attr("axis", 0), data.rank)
+    ctx.check_indices(node.input(1), data.shape[axis], "indices", f"axis {axis} of 'data'")
+    return [ctx.emit(g.GatherOp, data, node.input(1), axis=axis)]
 
 
 @converts("Expand")
@@ -290,7 +304,7 @@ def convert_squeeze(node: Node, ctx: ImportContext):
     x = node.input(0)
     if axes is None:
         return [ctx.emit(g.SqueezeOp, x)]
-    return [ctx.emit(g.SqueezeOp, x, axes=axes)]
+    return [ctx.emit(g.SqueezeOp, x, axes=ctx.axes(axes, x.rank))]
 
 
 @converts("Unsqueeze")
@@ -298,7 +312,7 @@ def convert_unsqueeze(node: Node, ctx: ImportContext):
     axes = _axes(node, ctx, 1, 13)
     if axes is None:
         raise ctx.error("missing 'axes'")
-    return [ctx.emit(g.UnsqueezeOp, node.input(0), axes=axes)]
+    return [ctx.emit(g.UnsqueezeOp, node.input(0), axes=ctx.axes(axes, node.input(0).rank + len(axes)))]
 
 
 @converts("Tile")
@@ -376,7 +390,7 @@ def convert_resize(node: Node, ctx: ImportContext):
         coords = node.attr("coordinate_transformation_mode", "half_pixel")
         nearest_mode = node.attr("nearest_mode", "round_prefer_floor")
     axes = node.attr("axes")
-    axes = list(range(x.rank)) if axes is None else [a + x.rank if a < 0 else a for a in axes]
+    axes = list(range(x.rank)) if axes is None else ctx.axes(axes, x.rank)
     sizes = list(x.shape)
     scales = aspect = None
     if sizes_t is not None and (sizes_t.const is None or sizes_t.const.size):
@@ -545,10 +559,7 @@ def _running_mask(n: int, exclusive: bool, reverse: bool) -> np.ndarray:
 def _cumulative(node: Node, ctx: ImportContext, x: Tensor):
     """(the 0/1 running mask over the axis, the permutation moving the axis last, its
     inverse) of a CumSum / CumProd node."""
-    axis = ctx.const_ints(node.input(1), "axis")[0]
-    axis = axis + x.rank if axis < 0 else axis
-    if not 0 <= axis < x.rank:
-        raise ctx.error(f"axis {axis} is out of range for rank {x.rank}")
+    axis = ctx.axis(ctx.const_ints(node.input(1), "axis")[0], x.rank)
     tri = _running_mask(x.shape[axis], node.attr("exclusive", 0), node.attr("reverse", 0))
     perm = [d for d in range(x.rank) if d != axis] + [axis]
     return tri, perm, [perm.index(d) for d in range(x.rank)]
@@ -585,7 +596,7 @@ def convert_compress(node: Node, ctx: ImportContext):
     if axis is None:
         x = reshape(ctx, x, [math.prod(x.shape)])
         axis = 0
-    axis = axis + x.rank if axis < 0 else axis
+    axis = ctx.axis(axis, x.rank)
     indices = np.nonzero(condition[: x.shape[axis]])[0].astype(np.int64)
     return [ctx.emit(g.GatherOp, x, ctx.constant(indices), axis=axis)]
 
@@ -597,8 +608,7 @@ def convert_one_hot(node: Node, ctx: ImportContext):
     depth = int(np.asarray(ctx.const_of(node.input(1), "depth")).reshape(-1)[0])
     off_on = np.asarray(ctx.const_of(values, "values")).reshape(-1)
     rank = indices.rank + 1
-    axis = node.attr("axis", -1)
-    axis = axis + rank if axis < 0 else axis
+    axis = ctx.axis(node.attr("axis", -1), rank)
     idx = indices if indices.dtype == np.int64 else ctx.emit(g.CastOp, indices, to=element_type_of(np.int64))
     # negative indices count from the end; out-of-range ones match no position
     negative = ctx.emit(g.LessOp, idx, ctx.constant(np.int64(0)))
@@ -616,8 +626,7 @@ def convert_one_hot(node: Node, ctx: ImportContext):
 def convert_center_crop_pad(node: Node, ctx: ImportContext):
     x = node.input(0)
     target = ctx.const_ints(node.input(1), "shape")
-    axes = node.attr("axes", list(range(x.rank)))
-    axes = [a + x.rank if a < 0 else a for a in axes]
+    axes = ctx.axes(node.attr("axes", list(range(x.rank))), x.rank)
     starts, ends, pads = [], [], [0] * (2 * x.rank)
     for a, want in zip(axes, target):
         have = x.shape[a]
@@ -638,7 +647,10 @@ def convert_center_crop_pad(node: Node, ctx: ImportContext):
 
 @converts("GatherElements")
 def convert_gather_elements(node: Node, ctx: ImportContext):
-    return [gather_elements(ctx, node.input(0), node.input(1), node.attr("axis", 0))]
+    data = node.input(0)
+    axis = ctx.axis(node.attr("axis", 0), data.rank)
+    ctx.check_indices(node.input(1), data.shape[axis], "indices", f"axis {axis} of 'data'")
+    return [gather_elements(ctx, data, node.input(1), axis)]
 
 
 def gather_elements(ctx: ImportContext, data: Tensor, indices: Tensor, axis: int) -> Tensor:

@@ -51,8 +51,8 @@ def _scalar(ctx: ImportContext, t: Tensor | None, what: str) -> int | None:
 
 def dft(ctx: ImportContext, x: Tensor, axis: int, length: int | None, inverse: bool,
         onesided: bool) -> Tensor:
-    axis = axis + x.rank if axis < 0 else axis
-    if not 0 <= axis < x.rank - 1:
+    axis = ctx.axis(axis, x.rank)
+    if not axis < x.rank - 1:
         raise ctx.error(f"axis {axis} is out of range for a rank-{x.rank} signal (the last dim is not an axis)")
     if length is None:
         length = 2 * (x.shape[axis] - 1) if inverse and onesided else x.shape[axis]
