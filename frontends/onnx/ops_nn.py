@@ -70,6 +70,8 @@ def _from_2d(ctx: ImportContext, t: Tensor) -> Tensor:
 def _add_channel_bias(ctx: ImportContext, y: Tensor, bias: Tensor | None) -> Tensor:
     if bias is None:
         return y
+    if bias.shape != (y.shape[1],):
+        raise ctx.error(f"bias 'B' has shape {list(bias.shape)}, expected [{y.shape[1]}] (one per output channel)")
     b = reshape(ctx, bias, [bias.shape[0]] + [1] * (y.rank - 2))
     return ctx.emit(g.AddOp, y, b)
 

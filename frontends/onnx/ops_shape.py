@@ -82,8 +82,14 @@ def convert_constant(node: Node, ctx: ImportContext):
 @converts("ConstantOfShape")
 def convert_constant_of_shape(node: Node, ctx: ImportContext):
     shape = ctx.const_ints(node.input(0), "shape")
+    if any(d < 0 for d in shape):
+        raise ctx.error(f"shape {shape} has a negative dim")
     value = node.attr("value")
     fill = np.zeros(1, dtype=np.float32) if value is None else np.asarray(value).reshape(-1)
+    if fill.size != 1:
+        raise ctx.error(f"attribute 'value' must hold one element, got {fill.size}")
+    if math.prod(shape) > FOLD_ELEMENT_LIMIT:  # too big to hold at compile time: filled at run time
+        return [ctx.emit(g.BroadcastToOp, ctx.constant(fill.reshape(())), shape=shape)]
     return [ctx.constant(np.full(shape, fill[0], dtype=fill.dtype), name=node.proto.output[0])]
 
 
@@ -359,6 +365,9 @@ def convert_space_to_depth(node: Node, ctx: ImportContext):
 
 
 _RESIZE_COORDS = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
+_RESIZE_ALL_COORDS = (*_RESIZE_COORDS, "half_pixel_symmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize")
+_RESIZE_MODES = ("nearest", "linear", "cubic")
+_RESIZE_NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
 def _resize(ctx: ImportContext, x: Tensor, sizes, mode: str, coords: str, nearest_mode: str):
@@ -389,12 +398,20 @@ def convert_resize(node: Node, ctx: ImportContext):
         roi_t, scales_t, sizes_t = node.input(1), node.input(2), node.input(3)
         coords = node.attr("coordinate_transformation_mode", "half_pixel")
         nearest_mode = node.attr("nearest_mode", "round_prefer_floor")
+    for what, value, known in (("mode", mode, _RESIZE_MODES), ("coordinate_transformation_mode", coords,
+                                                                   _RESIZE_ALL_COORDS),
+                               ("nearest_mode", nearest_mode, _RESIZE_NEAREST)):
+        if value not in known:
+            raise ctx.error(f"attribute '{what}' is '{value}' (known: {', '.join(known)})")
     axes = node.attr("axes")
     axes = list(range(x.rank)) if axes is None else ctx.axes(axes, x.rank)
     sizes = list(x.shape)
     scales = aspect = None
     if sizes_t is not None and (sizes_t.const is None or sizes_t.const.size):
-        for a, s in zip(axes, ctx.const_ints(sizes_t, "sizes")):
+        given = ctx.const_ints(sizes_t, "sizes")
+        if len(given) != len(axes) or min(given) <= 0:
+            raise ctx.error(f"sizes {given} must hold one positive size per resized axis ({len(axes)})")
+        for a, s in zip(axes, given):
             sizes[a] = s
         if policy != "stretch":
             # one scale for all `axes` (the smallest or largest asked for), and
@@ -406,7 +423,11 @@ def convert_resize(node: Node, ctx: ImportContext):
             sizes = [int(scale * x.shape[a] + 0.5) if a in axes else x.shape[a] for a in range(x.rank)]
     elif scales_t is not None:
         scales = [1.0] * x.rank
-        for a, s in zip(axes, np.asarray(ctx.const_of(scales_t, "scales"), np.float64).reshape(-1)):
+        given = np.asarray(ctx.const_of(scales_t, "scales"), np.float64).reshape(-1)
+        if len(given) != len(axes) or not all(np.isfinite(given)) or min(given) <= 0:
+            raise ctx.error(f"scales {given.tolist()} must hold one positive finite scale per resized "
+                            f"axis ({len(axes)})")
+        for a, s in zip(axes, given):
             scales[a] = float(s)
             sizes[a] = int(math.floor(x.shape[a] * s))
     else:
@@ -446,13 +467,18 @@ def _resize_by_matrices(node: Node, ctx: ImportContext, x: Tensor, sizes, scales
         same = sizes[a] == x.shape[a] and (scale is None or scale == 1.0)
         if same and (axis_roi is None or tuple(axis_roi) == (0.0, 1.0)):
             continue
+        if x.shape[a] * sizes[a] > FOLD_ELEMENT_LIMIT:
+            raise ctx.error(f"resizing axis {a} from {x.shape[a]} to {sizes[a]} needs a {x.shape[a]}x{sizes[a]} "
+                            f"interpolation matrix, over the {FOLD_ELEMENT_LIMIT}-element limit")
         weights = _resize_weights(node, x.shape[a], sizes[a], scale, axis_roi, 0.0, aspect=aspect)
         perm = [d for d in range(x.rank) if d != a] + [a]
         inverse = [perm.index(d) for d in range(x.rank)]
         moved = ctx.emit(g.MatmulOp, transpose(ctx, y, perm), ctx.constant(weights.astype(x.dtype)))
         if axis_roi is not None and extrapolation != 0.0:
             outside = _resize_weights(node, x.shape[a], sizes[a], scale, axis_roi, 1.0, zero_input=True)
-            moved = ctx.emit(g.AddOp, moved, ctx.constant((outside[0] * extrapolation).astype(x.dtype)))
+            with np.errstate(invalid="ignore"):  # 0 * inf inside the roi: masked to 0 below
+                fill = np.where(outside[0] != 0, outside[0] * extrapolation, 0.0)
+            moved = ctx.emit(g.AddOp, moved, ctx.constant(fill.astype(x.dtype)))
         y = transpose(ctx, moved, inverse)
     return y
 
