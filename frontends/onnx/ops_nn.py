@@ -29,12 +29,29 @@ def _spatial(node: Node, ctx: ImportContext, x: Tensor) -> int:
     return spatial
 
 
+def check_window(ctx: ImportContext, n: int, in_dims, **lists) -> None:
+    """One kernel/stride/dilation entry per spatial dim (two pads), positive strides and
+    dilations, non-negative pads: a located error instead of an IndexError later."""
+    if len(in_dims) != n:
+        raise ctx.error(f"kernel has {n} spatial dims but the input has {len(in_dims)}")
+    for name, values in lists.items():
+        if values is None:
+            continue
+        want = 2 * n if name == "pads" else n
+        if len(values) != want:
+            raise ctx.error(f"attribute '{name}' {list(values)} must hold {want} values")
+        low = 0 if name in ("pads", "output_padding") else 1
+        if any(v < low for v in values):
+            raise ctx.error(f"attribute '{name}' {list(values)} must be >= {low}")
+
+
 def _window(node: Node, ctx: ImportContext, in_dims, kernel):
     """(strides, dilations, pads [begin.., end..]) with auto_pad resolved."""
     n = len(kernel)
     strides = list(node.attr("strides", [1] * n))
     dilations = list(node.attr("dilations", [1] * n))
     pads = list(node.attr("pads", [0] * (2 * n)))
+    check_window(ctx, n, in_dims, kernel_shape=kernel, strides=strides, dilations=dilations, pads=pads)
     auto_pad = node.attr("auto_pad", "NOTSET")
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         pads = [0] * (2 * n)
@@ -113,6 +130,12 @@ def convert_conv_transpose(node: Node, ctx: ImportContext):
     pads = list(node.attr("pads", [0] * (2 * n)))
     auto_pad = node.attr("auto_pad", "NOTSET")
     output_shape = node.attr("output_shape")
+    if w.rank != x.rank:
+        raise ctx.error(f"weight 'W' has rank {w.rank}, expected {x.rank} like the input")
+    check_window(ctx, n, x.shape[2:], kernel_shape=kernel, strides=strides, dilations=dilations,
+                 pads=pads, output_padding=out_pad)
+    if output_shape is not None and len(output_shape) < n:
+        raise ctx.error(f"attribute 'output_shape' {list(output_shape)} must hold {n} values")
     if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         in_dims = x.shape[2:]
         if output_shape is None:
