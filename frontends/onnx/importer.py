@@ -191,6 +191,13 @@ class ImportContext(ImporterBase):
     def const_ints(self, t: Tensor | None, what: str) -> list[int]:
         return [int(v) for v in np.asarray(self.const_of(t, what)).reshape(-1)]
 
+    def const_scalar(self, t: Tensor | None, what: str) -> Any:
+        """The one element of a compile-time scalar (or 1-element) input, else a located error."""
+        array = np.asarray(self.const_of(t, what))
+        if array.size != 1:
+            raise self.error(f"'{what}' must be a scalar, got shape {list(array.shape)}")
+        return array.reshape(())[()]
+
     # -- axes and indices, checked where they are read ----------------------------------
     def axis(self, value: Any, rank: int, what: str = "axis") -> int:
         """``value`` normalized to ``[0, rank)``, or an error naming the node, the axis and the rank."""
@@ -608,7 +615,10 @@ def _convert_node(proto: onnx.NodeProto, label: str, ctx: ImportContext,
     node = Node(proto, inputs, attribute_values(proto, base_dir, label), opset, label)
     ctx.node = node
     try:
-        outs = compute_in_f32(node, ctx, converter)  # bf16 inputs of arithmetic ops
+        # numpy's float warnings (an f16 attribute overflowing to inf...) are IEEE results the
+        # compiled code gives silently too; inputs that are invalid are checked by the converters
+        with np.errstate(all="ignore"):
+            outs = compute_in_f32(node, ctx, converter)  # bf16 inputs of arithmetic ops
     except OnnxImportError:
         raise
     except ShapeError as err:

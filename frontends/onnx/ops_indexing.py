@@ -22,6 +22,7 @@ import numpy as np
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import element_type_of
 from dlc.frontends.onnx.importer import ImportContext, Node
+from dlc.frontends.onnx.ops_nn import check_window
 from dlc.frontends.onnx.ops_shape import reshape
 from dlc.frontends.onnx.registry import converts
 
@@ -138,6 +139,7 @@ def convert_max_unpool(node: Node, ctx: ImportContext):
         raise ctx.error(f"X has rank {x.rank}, expected {spatial + 2} for kernel_shape {kernel}")
     strides = [int(s) for s in node.attr("strides", [1] * spatial)]
     pads = [int(p) for p in node.attr("pads", [0] * (2 * spatial))]
+    check_window(ctx, spatial, x.shape[2:], kernel_shape=kernel, strides=strides, pads=pads)
     inferred = list(x.shape[:2]) + [
         (x.shape[2 + d] - 1) * strides[d] - (pads[d] + pads[spatial + d]) + kernel[d] for d in range(spatial)
     ]

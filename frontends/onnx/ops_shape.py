@@ -181,7 +181,9 @@ def convert_flatten(node: Node, ctx: ImportContext):
 def convert_transpose(node: Node, ctx: ImportContext):
     x = node.input(0)
     perm = node.attr("perm", list(reversed(range(x.rank))))
-    return [transpose(ctx, x, perm)]
+    if len(perm) != x.rank:
+        raise ctx.error(f"perm {list(perm)} has {len(perm)} entries but the input has rank {x.rank}")
+    return [transpose(ctx, x, ctx.axes(perm, x.rank, "perm"))]
 
 
 @converts("Concat")
@@ -202,6 +204,9 @@ def convert_split(node: Node, ctx: ImportContext):
     count = len(node.proto.output)
     if sizes is None:
         pieces = node.attr("num_outputs", count)
+        if not 1 <= pieces <= max(extent, 1) or pieces != count:
+            raise ctx.error(f"num_outputs {pieces} must equal the node's {count} outputs and be in "
+                            f"[1, {extent}] (the extent of axis {axis})")
         chunk = -(-extent // pieces)  # the last piece may be smaller (opset 18)
         sizes = [min(chunk, extent - i * chunk) for i in range(pieces)]
     outs = ctx.emit_multi(g.SplitOp, x, axis=axis, sizes=[int(s) for s in sizes])
@@ -339,9 +344,13 @@ def convert_tile(node: Node, ctx: ImportContext):
 def convert_depth_to_space(node: Node, ctx: ImportContext):
     x = node.input(0)
     b = int(node.required("blocksize"))
+    if b < 1:
+        raise ctx.error(f"blocksize must be >= 1, got {b}")
     if x.rank != 4 or x.shape[1] % (b * b):
         raise ctx.error(f"input must be 4-D with channels divisible by blocksize^2={b * b}, got {list(x.shape)}")
     n, c, h, w = x.shape
+    if node.attr("mode", "DCR") not in ("DCR", "CRD"):
+        raise ctx.error(f"attribute 'mode' is '{node.attr('mode')}' (known: DCR, CRD)")
     if node.attr("mode", "DCR") == "DCR":
         y = reshape(ctx, x, [n, b, b, c // (b * b), h, w])
         y = transpose(ctx, y, [0, 3, 4, 1, 5, 2])
@@ -355,6 +364,8 @@ def convert_depth_to_space(node: Node, ctx: ImportContext):
 def convert_space_to_depth(node: Node, ctx: ImportContext):
     x = node.input(0)
     b = int(node.required("blocksize"))
+    if b < 1:
+        raise ctx.error(f"blocksize must be >= 1, got {b}")
     if x.rank != 4 or x.shape[2] % b or x.shape[3] % b:
         raise ctx.error(f"input must be 4-D with H and W divisible by blocksize={b}, got {list(x.shape)}")
     n, c, h, w = x.shape
@@ -564,7 +575,7 @@ def convert_upsample(node: Node, ctx: ImportContext):
 def convert_trilu(node: Node, ctx: ImportContext):
     # a compile-time mask over the last two dims selects the triangle
     x = node.input(0)
-    k = 0 if node.input(1) is None else ctx.const_ints(node.input(1), "k")[0]
+    k = 0 if node.input(1) is None else int(ctx.const_scalar(node.input(1), "k"))
     if x.rank < 2:
         raise ctx.error(f"input must have rank >= 2, got {x.rank}")
     n, m = x.shape[-2:]
@@ -585,7 +596,10 @@ def _running_mask(n: int, exclusive: bool, reverse: bool) -> np.ndarray:
 def _cumulative(node: Node, ctx: ImportContext, x: Tensor):
     """(the 0/1 running mask over the axis, the permutation moving the axis last, its
     inverse) of a CumSum / CumProd node."""
-    axis = ctx.axis(ctx.const_ints(node.input(1), "axis")[0], x.rank)
+    axis = ctx.axis(ctx.const_scalar(node.input(1), "axis"), x.rank)
+    if x.shape[axis] ** 2 > FOLD_ELEMENT_LIMIT:
+        raise ctx.error(f"{node.op_type} along axis {axis} of {x.shape[axis]} elements needs a "
+                        f"{x.shape[axis]}x{x.shape[axis]} mask, over the {FOLD_ELEMENT_LIMIT}-element limit")
     tri = _running_mask(x.shape[axis], node.attr("exclusive", 0), node.attr("reverse", 0))
     perm = [d for d in range(x.rank) if d != axis] + [axis]
     return tri, perm, [perm.index(d) for d in range(x.rank)]
@@ -631,7 +645,9 @@ def convert_compress(node: Node, ctx: ImportContext):
 def convert_one_hot(node: Node, ctx: ImportContext):
     # indices == iota along the new axis, selecting off/on values
     indices, values = node.input(0), node.input(2)
-    depth = int(np.asarray(ctx.const_of(node.input(1), "depth")).reshape(-1)[0])
+    depth = int(ctx.const_scalar(node.input(1), "depth"))
+    if depth < 1:
+        raise ctx.error(f"depth must be >= 1, got {depth}")
     off_on = np.asarray(ctx.const_of(values, "values")).reshape(-1)
     rank = indices.rank + 1
     axis = ctx.axis(node.attr("axis", -1), rank)

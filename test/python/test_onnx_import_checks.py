@@ -188,6 +188,24 @@ def test_fuzz_found_cases():
     assert error_of(m) == "node 'rs' (Resize, #0): sizes [2] must hold one positive size per resized axis (2)"
 
 
+@pytest.mark.parametrize("op, inits, attrs, message", [
+    ("Transpose", {}, {"perm": [0, 1]}, "perm [0, 1] has 2 entries but the input has rank 4"),
+    ("Transpose", {}, {"perm": [0, 0, 1, 2]}, "perm [0, 0, 1, 2] name axis 0 twice"),
+    ("DepthToSpace", {}, {"blocksize": 0}, "blocksize must be >= 1, got 0"),
+    ("DepthToSpace", {}, {"blocksize": 2, "mode": "XYZ"}, "attribute 'mode' is 'XYZ' (known: DCR, CRD)"),
+    ("Clip", {"lo": np.array([1, 2], np.float32)}, {}, "'min' must be a scalar, got shape [2]"),
+    ("Trilu", {"k": np.array([1, 2], np.int64)}, {}, "'k' must be a scalar, got shape [2]"),
+    ("CumSum", {"a": np.array([1, 2], np.int64)}, {}, "'axis' must be a scalar, got shape [2]"),
+    ("AveragePool", {}, {"kernel_shape": [1, 1], "strides": [0, 0]}, "attribute 'strides' [0, 0] must be >= 1"),
+    ("MaxPool", {}, {"kernel_shape": [2]}, "kernel has 1 spatial dims but the input has 2"),
+    ("Split", {}, {"axis": 1, "num_outputs": 0}, "num_outputs 0 must equal the node's 1 outputs"),
+])
+def test_spot_checks(op, inits, attrs, message):
+    node = helper.make_node(op, ["x", *inits], ["y"], name="n", **attrs)
+    m = model([node], inputs=[vi("x", [1, 4, 2, 2])], opset=18, inits=inits)
+    assert error_of(m).startswith(f"node 'n' ({op}, #0): {message}")
+
+
 def test_cli_refuses_with_one_line_and_no_traceback(tmp_path):
     """One subprocess (more models: test/lit/onnx/import-checks.test)."""
     path = tmp_path / "gather.onnx"
