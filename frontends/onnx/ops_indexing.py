@@ -21,7 +21,7 @@ import numpy as np
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import element_type_of
-from dlc.frontends.onnx.importer import ImportContext, Node
+from dlc.frontends.onnx.importer import FOLD_ELEMENT_LIMIT, ImportContext, Node
 from dlc.frontends.onnx.ops_nn import check_window
 from dlc.frontends.onnx.ops_shape import reshape
 from dlc.frontends.onnx.registry import converts
@@ -152,7 +152,11 @@ def convert_max_unpool(node: Node, ctx: ImportContext):
     if list(indices.shape) != list(x.shape):
         raise ctx.error(f"indices shape {list(indices.shape)} must equal X shape {list(x.shape)}")
     size = math.prod(inferred)
-    zeros = ctx.constant(np.zeros((size,), dtype=x.dtype))
+    if min(inferred) < 1:
+        raise ctx.error(f"the unpooled shape {inferred} (from strides, pads and kernel_shape) is empty or negative")
+    zeros = ctx.constant(np.zeros((), dtype=x.dtype))
+    zeros = ctx.emit(g.BroadcastToOp, zeros, shape=[size]) if size > FOLD_ELEMENT_LIMIT else \
+        ctx.constant(np.zeros((size,), dtype=x.dtype))
     count = math.prod(x.shape)
     flat = ctx.emit(g.ScatterElementsOp, zeros, reshape(ctx, indices, [count]), reshape(ctx, x, [count]), axis=0)
     y = reshape(ctx, flat, inferred)

@@ -398,7 +398,7 @@ def convert_group_norm(node: Node, ctx: ImportContext):
     x, scale, bias = node.input(0), node.input(1), node.input(2)
     groups = int(node.required("num_groups"))
     n, c = x.shape[:2]
-    if c % groups:
+    if groups < 1 or c % groups:
         raise ctx.error(f"num_groups={groups} does not divide the {c} channels")
     xs = _cast(ctx, x, _stash(ctx, node, x))
     grouped = reshape(ctx, xs, [n, groups, -1])

@@ -416,6 +416,9 @@ def convert_resize(node: Node, ctx: ImportContext):
             raise ctx.error(f"attribute '{what}' is '{value}' (known: {', '.join(known)})")
     axes = node.attr("axes")
     axes = list(range(x.rank)) if axes is None else ctx.axes(axes, x.rank)
+    empty = [a for a in axes if x.shape[a] == 0]
+    if empty:
+        raise ctx.error(f"input dim {empty[0]} is 0: an empty axis cannot be resized")
     sizes = list(x.shape)
     scales = aspect = None
     if sizes_t is not None and (sizes_t.const is None or sizes_t.const.size):
