@@ -3,7 +3,11 @@
 Reading and checking the model (protobuf decoding, external data confined to
 the model's directory, initializer sizes, dangling edges, static input shapes)
 happens here; the per-op converters live in the ``ops_*`` modules and register
-themselves in :mod:`.registry`.
+themselves in :mod:`.registry`. The checks onnxruntime makes before running a
+model (known opsets, one producer per value, attribute types from the op's
+schema, declared output types) are in :mod:`.checks`; axes and compile-time
+indices are checked where converters read them (``ImportContext.axis``,
+``axes``, ``check_indices``, ``const_scalar``).
 
 Why our own: xDSL has no ONNX frontend. We reuse onnx's own protobuf loader,
 ``numpy_helper`` and external-data reader, and build graph ops with
