@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import onnx
@@ -186,6 +187,18 @@ def test_fuzz_found_cases():
     m = model([helper.make_node("Resize", ["x", "", "", "sz"], ["y"], name="rs")],
               inits={"sz": np.array([2], np.int64)})
     assert error_of(m) == "node 'rs' (Resize, #0): sizes [2] must hold one positive size per resized axis (2)"
+
+
+def test_no_numpy_warning_and_no_huge_compile_time_tensor():
+    """A float attribute overflowing f16 is inf (as at run time), not a printed numpy warning;
+    a ConstantOfShape too big to hold at compile time is filled at run time."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = model([helper.make_node("Celu", ["x"], ["y"], alpha=1e30)], inputs=[vi("x", [2], TensorProto.FLOAT16)])
+        import_model(m)
+        m = model([helper.make_node("ConstantOfShape", ["s"], ["y"])], inputs=[],
+                  inits={"s": np.array([1 << 20, 1 << 20], np.int64)})
+        assert "graph.broadcast_to" in str(import_model(m))
 
 
 @pytest.mark.parametrize("op, inits, attrs, message", [
