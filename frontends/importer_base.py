@@ -3,7 +3,7 @@
 Each frontend's ``ImportContext`` derives from `ImporterBase`: it builds the body
 of ``func.func @main`` in one block, puts large compile-time tensors in the
 module's weights store, and reports every problem as its own one-line error
-class, prefixed with where the frontend is (``node 'conv1' (Conv)``, ``operator
+class, prefixed with where the frontend is (``node 'conv1' (Conv, #3)``, ``operator
 #3 (CONV_2D)``, ``model.py:12: aten.conv2d.default``). A frontend says how it
 names that place (`where`), which error class it raises (`error_class`), and
 keeps what is its own: ONNX's known-value folding, torch's type promotion,

@@ -30,7 +30,8 @@ from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import VerifyException
 
 from dlc.dialects import graph as g
-from dlc.frontends.onnx.errors import NeedsConstantError
+from dlc.frontends.onnx.checks import check_graph_names
+from dlc.frontends.onnx.errors import NeedsConstantError, OnnxImportError
 from dlc.frontends.onnx.importer import (
     ImportContext,
     Node,
@@ -81,6 +82,10 @@ def _captures(outer: dict[str, Tensor]) -> list[tuple[str, Tensor]]:
 def _import_body(ctx: ImportContext, graph: onnx.GraphProto, formal_types: list[TensorType],
                  outer: dict[str, Tensor], what: str, fix_outputs=None) -> Region:
     captures = _captures(outer)
+    try:
+        check_graph_names(graph, what)  # (node outputs are checked by _convert_nodes)
+    except OnnxImportError as err:
+        raise ctx.error(str(err)) from None
     if len(graph.input) != len(formal_types):
         raise ctx.error(f"{what} takes {len(graph.input)} inputs, expected {len(formal_types)}")
     block = Block(arg_types=[*formal_types, *(t.type for _, t in captures)])

@@ -3,7 +3,11 @@
 Reading and checking the model (protobuf decoding, external data confined to
 the model's directory, initializer sizes, dangling edges, static input shapes)
 happens here; the per-op converters live in the ``ops_*`` modules and register
-themselves in :mod:`.registry`.
+themselves in :mod:`.registry`. The checks onnxruntime makes before running a
+model (known opsets, one producer per value, attribute types from the op's
+schema, declared output types) are in :mod:`.checks`; axes and compile-time
+indices are checked where converters read them (``ImportContext.axis``,
+``axes``, ``check_indices``, ``const_scalar``).
 
 Why our own: xDSL has no ONNX frontend. We reuse onnx's own protobuf loader,
 ``numpy_helper`` and external-data reader, and build graph ops with
@@ -48,6 +52,14 @@ from dlc.dialects.graph_base import (
     tensor_type,
 )
 from dlc.frontends.importer_base import ImporterBase
+from dlc.frontends.onnx.checks import (
+    check_declared_outputs,
+    check_graph_names,
+    check_node_schema,
+    check_opsets,
+    check_single_producers,
+    node_where,
+)
 from dlc.frontends.onnx.errors import NeedsConstantError, OnnxImportError
 from dlc.weights import WeightStore
 # Constant subgraphs are folded at import unless a result exceeds this size.
@@ -92,7 +104,7 @@ class Node:
     inputs: list[Tensor | None]
     attrs: dict[str, Any]
     opset: int
-    label: str = ""  # the node's name, or "#index" for unnamed nodes
+    label: str = ""  # how errors name the node: ``node 'conv1' (Conv, #3)`` (checks.node_where)
 
     @property
     def op_type(self) -> str:
@@ -100,11 +112,11 @@ class Node:
 
     @property
     def name(self) -> str:
-        return self.label or self.proto.name
+        return self.proto.name
 
     @property
     def where(self) -> str:
-        return f"node '{self.name}' ({self.op_type})"
+        return self.label or node_where(self.proto)
 
     @property
     def num_outputs(self) -> int:
@@ -182,6 +194,45 @@ class ImportContext(ImporterBase):
 
     def const_ints(self, t: Tensor | None, what: str) -> list[int]:
         return [int(v) for v in np.asarray(self.const_of(t, what)).reshape(-1)]
+
+    def const_scalar(self, t: Tensor | None, what: str) -> Any:
+        """The one element of a compile-time scalar (or 1-element) input, else a located error."""
+        array = np.asarray(self.const_of(t, what))
+        if array.size != 1:
+            raise self.error(f"'{what}' must be a scalar, got shape {list(array.shape)}")
+        return array.reshape(())[()]
+
+    # -- axes and indices, checked where they are read ----------------------------------
+    def axis(self, value: Any, rank: int, what: str = "axis") -> int:
+        """``value`` normalized to ``[0, rank)``, or an error naming the node, the axis and the rank."""
+        v = int(value)
+        if not -rank <= v < rank:
+            raise self.error(f"{what} {v} is out of range for rank {rank} (valid: {-rank} to {rank - 1})")
+        return v % rank
+
+    def axes(self, values: Sequence[Any], rank: int, what: str = "axes") -> list[int]:
+        """Each of ``values`` normalized (``axis``), none repeated."""
+        given = [int(v) for v in values]
+        for v in given:
+            if not -rank <= v < rank:
+                raise self.error(f"{what} {given}: axis {v} is out of range for rank {rank} "
+                                 f"(valid: {-rank} to {rank - 1})")
+        out = [v % rank for v in given]
+        for a in out:
+            if out.count(a) > 1:
+                raise self.error(f"{what} {given} name axis {a} twice")
+        return out
+
+    def check_indices(self, t: Tensor | None, extent: int, what: str, dim: str) -> None:
+        """A compile-time index tensor's values lie in ``[-extent, extent)`` (onnxruntime
+        refuses the others; the kernels would clamp them)."""
+        if t is None or t.const is None or t.const.size == 0:
+            return
+        values = np.asarray(t.const).reshape(-1)
+        bad = values[(values < -extent) | (values >= extent)]
+        if bad.size:
+            raise self.error(f"index {int(bad[0])} in input '{what}' ('{t.name}') is out of range "
+                             f"for {dim} of size {extent} (valid: {-extent} to {extent - 1})")
 
     # -- building ops (emit: the first result of emit_multi) ----------------------------
     def emit_multi(self, op_class: type[GraphOp], *operands: Tensor | None,
@@ -268,6 +319,11 @@ def default_opset(model: ModelProto) -> int | None:
 def _load_external(tensor: TensorProto, base_dir: str | None) -> None:
     info = {e.key: e.value for e in tensor.external_data}
     location = info.get("location", "")
+    if "\0" in location:
+        raise OnnxImportError(
+            f"initializer '{tensor.name}': external data location {location!r} holds a NUL byte "
+            "(not a valid file name)"
+        )
     if base_dir is None:
         raise OnnxImportError(
             f"initializer '{tensor.name}': its data is in external file '{location}'; "
@@ -356,18 +412,17 @@ def graph_element_type(data_type: int, what: str):
         ) from None
 
 
-def attribute_values(node: onnx.NodeProto, base_dir: str | None) -> dict[str, Any]:
+def attribute_values(node: onnx.NodeProto, base_dir: str | None, where: str = "") -> dict[str, Any]:
+    where = where or node_where(node)
     out = {}
     for attr in node.attribute:
         if attr.ref_attr_name:
             raise OnnxImportError(
-                f"node '{node.name}' ({node.op_type}): attribute '{attr.name}' refers to a "
+                f"{where}: attribute '{attr.name}' refers to a "
                 "function attribute (only valid inside a function body)"
             )
         if attr.type == onnx.AttributeProto.TENSOR:
-            out[attr.name] = tensor_to_numpy(
-                attr.t, f"node '{node.name}' attribute '{attr.name}'", base_dir
-            )
+            out[attr.name] = tensor_to_numpy(attr.t, f"{where} attribute '{attr.name}'", base_dir)
             continue
         value = helper.get_attribute_value(attr)
         if isinstance(value, bytes):
@@ -415,6 +470,8 @@ def _input_type(vi: onnx.ValueInfoProto, options: ImportOptions) -> TensorType:
         )
     shape = []
     for i, d in enumerate(declared):
+        if d.HasField("dim_value") and d.dim_value < 0:
+            raise OnnxImportError(f"graph input '{vi.name}': dim {i} is {d.dim_value} (a dim must be >= 0)")
         if not d.HasField("dim_value"):
             label = f" ('{d.dim_param}')" if d.dim_param else ""
             raise OnnxImportError(
@@ -479,6 +536,8 @@ def import_model(
     model, base_dir = load_model(source)
     options = ImportOptions(dict(input_shapes or {}), dict(constant_inputs or {}))
     graph = model.graph
+    check_opsets(model)
+    check_graph_names(graph)
     opset = default_opset(model)
     _check_supported(graph, opset)
     if opset is None:
@@ -522,18 +581,21 @@ def import_model(
         t = values.get(vi.name)
         if t is None:
             raise OnnxImportError(f"graph output '{vi.name}' is not produced by any node")
+        check_declared_outputs(vi, t.type)
         results.append(ctx.value(t))
     return ctx.finish(results, arg_names, [vi.name for vi in graph.output])
 
 
 def _convert_nodes(graph, ctx: ImportContext, values: dict[str, Tensor], base_dir, opset) -> None:
     ctx.values = values  # If/Loop/Scan bodies read outer-scope values by name
+    check_single_producers(graph)
     for index, proto in enumerate(graph.node):
-        _convert_node(proto, proto.name or f"#{index}", ctx, values, base_dir, opset)
+        _convert_node(proto, node_where(proto, index), ctx, values, base_dir, opset)
 
 
 def _convert_node(proto: onnx.NodeProto, label: str, ctx: ImportContext,
                   values: dict[str, Tensor], base_dir, opset: int) -> None:
+    """Convert one node; ``label`` is how errors name it (``node 'a' (Add, #3)``)."""
     from dlc.frontends.onnx.ops_narrow import compute_in_f32, expand_in_f32
     from dlc.frontends.onnx.registry import lookup
 
@@ -545,18 +607,22 @@ def _convert_node(proto: onnx.NodeProto, label: str, ctx: ImportContext,
         t = values.get(name)
         if t is None:
             raise OnnxImportError(
-                f"node '{label}' ({proto.op_type}): input '{name}' is not produced by "
+                f"{label}: input '{name}' is not produced by "
                 "any earlier node, initializer or graph input (dangling edge)"
             )
         inputs.append(t)
+    check_node_schema(proto, opset, label)
     converter = lookup(proto.op_type)
     if converter is None:
         expand_in_f32(proto, label, inputs, ctx, values, base_dir, opset, _expand_function)
         return
-    node = Node(proto, inputs, attribute_values(proto, base_dir), opset, label)
+    node = Node(proto, inputs, attribute_values(proto, base_dir, label), opset, label)
     ctx.node = node
     try:
-        outs = compute_in_f32(node, ctx, converter)  # bf16 inputs of arithmetic ops
+        # numpy's float warnings (an f16 attribute overflowing to inf...) are IEEE results the
+        # compiled code gives silently too; inputs that are invalid are checked by the converters
+        with np.errstate(all="ignore"):
+            outs = compute_in_f32(node, ctx, converter)  # bf16 inputs of arithmetic ops
     except OnnxImportError:
         raise
     except ShapeError as err:
@@ -571,9 +637,7 @@ def _convert_node(proto: onnx.NodeProto, label: str, ctx: ImportContext,
             values[name] = t
     for name in list(proto.output)[len(outs):]:
         if name:
-            raise OnnxImportError(
-                f"node '{label}' ({proto.op_type}): output '{name}' is not supported"
-            )
+            raise OnnxImportError(f"{label}: output '{name}' is not supported")
 
 
 def _expand_function(proto, label, inputs, ctx, values, base_dir, opset) -> None:
@@ -585,18 +649,19 @@ def _expand_function(proto, label, inputs, ctx, values, base_dir, opset) -> None
         helper.np_dtype_to_tensor_dtype(t.dtype), list(t.shape)) for t in inputs]
     expanded = function_body(proto, opset, types)
     if expanded is None:
-        raise OnnxImportError(f"node '{label}' ({proto.op_type}): no converter and no function body")
+        raise OnnxImportError(f"{label}: no converter and no function body")
     body, body_opset = expanded
     missing = sorted({n.op_type for n in body if n.domain in ("", "ai.onnx") and lookup(n.op_type) is None
                       and not _expandable(n.op_type, body_opset)}
                      | {f"{n.domain}::{n.op_type}" for n in body if n.domain not in ("", "ai.onnx")})
     if missing:
         raise OnnxImportError(
-            f"node '{label}' ({proto.op_type}): its function body uses unsupported "
+            f"{label}: its function body uses unsupported "
             f"op type{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
         )
     for inner in body:
-        _convert_node(inner, inner.name, ctx, values, base_dir, body_opset)
+        _convert_node(inner, f"{node_where(inner)} in the function body of {label}", ctx, values,
+                      base_dir, body_opset)
 
 
 def _expandable(op_type: str, opset: int) -> bool:

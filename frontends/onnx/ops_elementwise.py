@@ -141,9 +141,9 @@ def convert_clip(node: Node, ctx: ImportContext):
     if x.dtype.kind == "f" and all(t is None or t.const is not None for t in (lo_t, hi_t)):
         bounds = {}
         if lo_t is not None:
-            bounds["min"] = float(np.asarray(lo_t.const).reshape(-1)[0])
+            bounds["min"] = float(ctx.const_scalar(lo_t, "min"))
         if hi_t is not None:
-            bounds["max"] = float(np.asarray(hi_t.const).reshape(-1)[0])
+            bounds["max"] = float(ctx.const_scalar(hi_t, "max"))
         return [ctx.emit(g.ClipOp, x, **bounds)]
     # integers (exact bounds) or run-time bounds: max then min
     out = x

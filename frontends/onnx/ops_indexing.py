@@ -21,13 +21,15 @@ import numpy as np
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import element_type_of
-from dlc.frontends.onnx.importer import ImportContext, Node
+from dlc.frontends.onnx.importer import FOLD_ELEMENT_LIMIT, ImportContext, Node
+from dlc.frontends.onnx.ops_nn import check_window
 from dlc.frontends.onnx.ops_shape import reshape
 from dlc.frontends.onnx.registry import converts
 
 
 @converts("GatherND")
 def convert_gather_nd(node: Node, ctx: ImportContext):
+    _check_nd_indices(node, ctx)
     return [ctx.emit(g.GatherNDOp, node.input(0), node.input(1), batch_dims=node.attr("batch_dims", 0))]
 
 
@@ -38,13 +40,36 @@ def _reduction(node: Node) -> str | None:
 
 @converts("ScatterND")
 def convert_scatter_nd(node: Node, ctx: ImportContext):
+    _check_nd_indices(node, ctx)
     return [ctx.emit(g.ScatterNDOp, node.input(0), node.input(1), node.input(2), reduction=_reduction(node))]
 
 
 @converts("ScatterElements", "Scatter")
 def convert_scatter_elements(node: Node, ctx: ImportContext):
-    return [ctx.emit(g.ScatterElementsOp, node.input(0), node.input(1), node.input(2),
-                     axis=node.attr("axis", 0), reduction=_reduction(node))]
+    data = node.input(0)
+    axis = ctx.axis(node.attr("axis", 0), data.rank)
+    ctx.check_indices(node.input(1), data.shape[axis], "indices", f"axis {axis} of 'data'")
+    return [ctx.emit(g.ScatterElementsOp, data, node.input(1), node.input(2),
+                     axis=axis, reduction=_reduction(node))]
+
+
+def _check_nd_indices(node: Node, ctx: ImportContext) -> None:
+    """Compile-time GatherND / ScatterND indices: each last-axis entry k in range of data dim batch_dims + k."""
+    data, indices = node.input(0), node.input(1)
+    if indices is None or indices.const is None or indices.rank == 0:
+        return
+    batch = int(node.attr("batch_dims", 0))
+    depth = indices.shape[-1]
+    if batch + depth > data.rank:
+        raise ctx.error(f"indices' last dim {depth} plus batch_dims {batch} exceeds data rank {data.rank}")
+    tuples = np.asarray(indices.const).reshape(-1, depth) if depth else np.zeros((0, 0), np.int64)
+    for k in range(depth):
+        n = data.shape[batch + k]
+        col = tuples[:, k]
+        bad = col[(col < -n) | (col >= n)]
+        if bad.size:
+            raise ctx.error(f"index {int(bad[0])} in input 'indices' ('{indices.name}') is out of range "
+                            f"for axis {batch + k} of 'data' of size {n} (valid: {-n} to {n - 1})")
 
 
 @converts("TopK")
@@ -57,7 +82,7 @@ def convert_top_k(node: Node, ctx: ImportContext):
         if len(ks) != 1:
             raise ctx.error(f"K must hold one value, got {len(ks)}")
         k = ks[0]
-    values, indices = ctx.emit_multi(g.TopKOp, x, k=k, axis=node.attr("axis", -1),
+    values, indices = ctx.emit_multi(g.TopKOp, x, k=k, axis=ctx.axis(node.attr("axis", -1), x.rank),
                                      largest=bool(node.attr("largest", 1)), sorted=bool(node.attr("sorted", 1)))
     return [values, indices]
 
@@ -73,9 +98,9 @@ def convert_tensor_scatter(node: Node, ctx: ImportContext):
     cache, update, write_indices = node.input(0), node.input(1), node.input(2)
     rank = cache.rank
     axis = node.attr("axis", -2)
-    if not -rank <= axis < rank or rank < 2:
-        raise ctx.error(f"axis {axis} is out of range for past_cache of rank {rank}")
-    axis %= rank
+    if rank < 2:
+        raise ctx.error(f"past_cache must have rank >= 2, got {rank}")
+    axis = ctx.axis(axis, rank)
     if axis == 0:
         raise ctx.error("axis must not be 0 (the batch axis)")
     mode = node.attr("mode", "linear")
@@ -114,6 +139,7 @@ def convert_max_unpool(node: Node, ctx: ImportContext):
         raise ctx.error(f"X has rank {x.rank}, expected {spatial + 2} for kernel_shape {kernel}")
     strides = [int(s) for s in node.attr("strides", [1] * spatial)]
     pads = [int(p) for p in node.attr("pads", [0] * (2 * spatial))]
+    check_window(ctx, spatial, x.shape[2:], kernel_shape=kernel, strides=strides, pads=pads)
     inferred = list(x.shape[:2]) + [
         (x.shape[2 + d] - 1) * strides[d] - (pads[d] + pads[spatial + d]) + kernel[d] for d in range(spatial)
     ]
@@ -126,7 +152,11 @@ def convert_max_unpool(node: Node, ctx: ImportContext):
     if list(indices.shape) != list(x.shape):
         raise ctx.error(f"indices shape {list(indices.shape)} must equal X shape {list(x.shape)}")
     size = math.prod(inferred)
-    zeros = ctx.constant(np.zeros((size,), dtype=x.dtype))
+    if min(inferred) < 1:
+        raise ctx.error(f"the unpooled shape {inferred} (from strides, pads and kernel_shape) is empty or negative")
+    zeros = ctx.constant(np.zeros((), dtype=x.dtype))
+    zeros = ctx.emit(g.BroadcastToOp, zeros, shape=[size]) if size > FOLD_ELEMENT_LIMIT else \
+        ctx.constant(np.zeros((size,), dtype=x.dtype))
     count = math.prod(x.shape)
     flat = ctx.emit(g.ScatterElementsOp, zeros, reshape(ctx, indices, [count]), reshape(ctx, x, [count]), axis=0)
     y = reshape(ctx, flat, inferred)

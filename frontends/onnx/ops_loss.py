@@ -76,8 +76,7 @@ def _per_axis(ctx: ImportContext, node: Node, param: Tensor, x: Tensor) -> Tenso
         return expand_blocks(ctx, node, param, x)
     if param.rank == 0 or (param.rank == 1 and param.shape[0] == 1):
         return param
-    axis = node.attr("axis", 1)
-    axis = axis + x.rank if axis < 0 else axis
+    axis = ctx.axis(node.attr("axis", 1), x.rank)
     shape = [1] * x.rank
     shape[axis] = param.shape[0]
     return reshape(ctx, param, shape)

@@ -99,8 +99,7 @@ def expand_blocks(ctx, node, param, x):
     from dlc.frontends.onnx.ops_shape import reshape
 
     block = int(node.attr("block_size"))
-    axis = node.attr("axis", 1)
-    axis = axis + x.rank if axis < 0 else axis
+    axis = ctx.axis(node.attr("axis", 1), x.rank)
     if param.rank != x.rank or block <= 0 or -(-x.shape[axis] // block) != param.shape[axis]:
         raise ctx.error(
             f"block_size {block} along axis {axis} needs a scale of rank {x.rank} with "

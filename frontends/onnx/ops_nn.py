@@ -29,12 +29,29 @@ def _spatial(node: Node, ctx: ImportContext, x: Tensor) -> int:
     return spatial
 
 
+def check_window(ctx: ImportContext, n: int, in_dims, **lists) -> None:
+    """One kernel/stride/dilation entry per spatial dim (two pads), positive strides and
+    dilations, non-negative pads: a located error instead of an IndexError later."""
+    if len(in_dims) != n:
+        raise ctx.error(f"kernel has {n} spatial dims but the input has {len(in_dims)}")
+    for name, values in lists.items():
+        if values is None:
+            continue
+        want = 2 * n if name == "pads" else n
+        if len(values) != want:
+            raise ctx.error(f"attribute '{name}' {list(values)} must hold {want} values")
+        low = 0 if name in ("pads", "output_padding") else 1
+        if any(v < low for v in values):
+            raise ctx.error(f"attribute '{name}' {list(values)} must be >= {low}")
+
+
 def _window(node: Node, ctx: ImportContext, in_dims, kernel):
     """(strides, dilations, pads [begin.., end..]) with auto_pad resolved."""
     n = len(kernel)
     strides = list(node.attr("strides", [1] * n))
     dilations = list(node.attr("dilations", [1] * n))
     pads = list(node.attr("pads", [0] * (2 * n)))
+    check_window(ctx, n, in_dims, kernel_shape=kernel, strides=strides, dilations=dilations, pads=pads)
     auto_pad = node.attr("auto_pad", "NOTSET")
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         pads = [0] * (2 * n)
@@ -70,6 +87,8 @@ def _from_2d(ctx: ImportContext, t: Tensor) -> Tensor:
 def _add_channel_bias(ctx: ImportContext, y: Tensor, bias: Tensor | None) -> Tensor:
     if bias is None:
         return y
+    if bias.shape != (y.shape[1],):
+        raise ctx.error(f"bias 'B' has shape {list(bias.shape)}, expected [{y.shape[1]}] (one per output channel)")
     b = reshape(ctx, bias, [bias.shape[0]] + [1] * (y.rank - 2))
     return ctx.emit(g.AddOp, y, b)
 
@@ -111,6 +130,12 @@ def convert_conv_transpose(node: Node, ctx: ImportContext):
     pads = list(node.attr("pads", [0] * (2 * n)))
     auto_pad = node.attr("auto_pad", "NOTSET")
     output_shape = node.attr("output_shape")
+    if w.rank != x.rank:
+        raise ctx.error(f"weight 'W' has rank {w.rank}, expected {x.rank} like the input")
+    check_window(ctx, n, x.shape[2:], kernel_shape=kernel, strides=strides, dilations=dilations,
+                 pads=pads, output_padding=out_pad)
+    if output_shape is not None and len(output_shape) < n:
+        raise ctx.error(f"attribute 'output_shape' {list(output_shape)} must hold {n} values")
     if output_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         in_dims = x.shape[2:]
         if output_shape is None:
@@ -326,14 +351,13 @@ def convert_batch_norm(node: Node, ctx: ImportContext):
 @converts("LayerNormalization")
 def convert_layer_norm(node: Node, ctx: ImportContext):
     x, scale, bias = node.input(0), node.input(1), node.input(2)
-    axis = int(node.attr("axis", -1))
+    axis = ctx.axis(node.attr("axis", -1), x.rank)
     eps = float(node.attr("epsilon", 1e-5))
     if node.num_outputs == 1:
         if bias is None:
             bias = ctx.constant(np.zeros(scale.shape, dtype=scale.dtype))
         return [ctx.emit(g.LayerNormOp, x, scale, bias, axis=axis, epsilon=eps)]
     # Mean and InvStdDev wanted too: spell the normalization out
-    axis = axis + x.rank if axis < 0 else axis
     axes = list(range(axis, x.rank))
     stash = _stash(ctx, node, x)
     xs = _cast(ctx, x, stash)
@@ -360,8 +384,7 @@ def _cast(ctx: ImportContext, t: Tensor, element_type) -> Tensor:
 @converts("RMSNormalization")
 def convert_rms_norm(node: Node, ctx: ImportContext):
     x, scale = node.input(0), node.input(1)
-    axis = int(node.attr("axis", -1))
-    axis = axis + x.rank if axis < 0 else axis
+    axis = ctx.axis(node.attr("axis", -1), x.rank)
     xs = _cast(ctx, x, _stash(ctx, node, x))
     mean_sq = ctx.emit(g.ReduceMeanOp, ctx.emit(g.MulOp, xs, xs), axes=list(range(axis, x.rank)),
                        keepdims=True)
@@ -375,7 +398,7 @@ def convert_group_norm(node: Node, ctx: ImportContext):
     x, scale, bias = node.input(0), node.input(1), node.input(2)
     groups = int(node.required("num_groups"))
     n, c = x.shape[:2]
-    if c % groups:
+    if groups < 1 or c % groups:
         raise ctx.error(f"num_groups={groups} does not divide the {c} channels")
     xs = _cast(ctx, x, _stash(ctx, node, x))
     grouped = reshape(ctx, xs, [n, groups, -1])
@@ -396,7 +419,7 @@ def convert_group_norm(node: Node, ctx: ImportContext):
 @converts("MeanVarianceNormalization")
 def convert_mvn(node: Node, ctx: ImportContext):
     x = node.input(0)
-    axes = [int(a) for a in node.attr("axes", [0, 2, 3])]
+    axes = ctx.axes(node.attr("axes", [0, 2, 3]), x.rank)
     mean = ctx.emit(g.ReduceMeanOp, x, axes=axes, keepdims=True)
     centered = ctx.emit(g.SubOp, x, mean)
     var = ctx.emit(g.ReduceMeanOp, ctx.emit(g.MulOp, centered, centered), axes=axes, keepdims=True)
@@ -408,7 +431,7 @@ def convert_mvn(node: Node, ctx: ImportContext):
 @converts("LpNormalization")
 def convert_lp_norm(node: Node, ctx: ImportContext):
     x = node.input(0)
-    axis, p = int(node.attr("axis", -1)), int(node.attr("p", 2))
+    axis, p = ctx.axis(node.attr("axis", -1), x.rank), int(node.attr("p", 2))
     if p == 1:
         norm = ctx.emit(g.ReduceSumOp, ctx.emit(g.AbsOp, x), axes=[axis], keepdims=True)
     elif p == 2:
@@ -441,11 +464,7 @@ def convert_instance_norm(node: Node, ctx: ImportContext):
 def convert_softmax(node: Node, ctx: ImportContext):
     x = node.input(0)
     legacy = node.opset < 13  # softmax over the 2-D flattening at axis
-    axis = int(node.attr("axis", 1 if legacy else -1))
-    if axis < 0:
-        axis += x.rank
-    if not 0 <= axis < max(x.rank, 1):
-        raise ctx.error(f"axis {node.attr('axis')} is out of range for rank {x.rank}")
+    axis = ctx.axis(node.attr("axis", 1 if legacy else -1), x.rank)
     y = x
     if legacy and axis != x.rank - 1:
         y = reshape(ctx, x, [math.prod(x.shape[:axis]), math.prod(x.shape[axis:])])

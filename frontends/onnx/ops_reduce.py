@@ -45,6 +45,8 @@ def convert_reduce(node: Node, ctx: ImportContext):
     x = node.input(0)
     keep = bool(node.attr("keepdims", 1))
     axes = reduce_axes(node, ctx)
+    if axes is not None:
+        axes = ctx.axes(axes, x.rank)
     op = node.op_type
     # elementwise prologue
     if op == "ReduceL1":
@@ -110,6 +112,6 @@ def _empty_reduction(ctx: ImportContext, op: str, x: Tensor, axes, keep: bool) -
 @converts("ArgMax", "ArgMin")
 def convert_arg(node: Node, ctx: ImportContext):
     op_class = g.ArgMaxOp if node.op_type == "ArgMax" else g.ArgMinOp
-    return [ctx.emit(op_class, node.input(0), axis=int(node.attr("axis", 0)),
+    return [ctx.emit(op_class, node.input(0), axis=ctx.axis(node.attr("axis", 0), node.input(0).rank),
                      keepdims=bool(node.attr("keepdims", 1)),
                      select_last_index=bool(node.attr("select_last_index", 0)))]

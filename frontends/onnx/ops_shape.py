@@ -14,7 +14,7 @@ import numpy as np
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import element_type_of, numpy_dtype
 from dlc.frontends.onnx.errors import OnnxImportError
-from dlc.frontends.onnx.importer import ImportContext, Node, Tensor, graph_element_type
+from dlc.frontends.onnx.importer import FOLD_ELEMENT_LIMIT, ImportContext, Node, Tensor, graph_element_type
 from dlc.frontends.onnx.registry import converts
 
 
@@ -82,8 +82,14 @@ def convert_constant(node: Node, ctx: ImportContext):
 @converts("ConstantOfShape")
 def convert_constant_of_shape(node: Node, ctx: ImportContext):
     shape = ctx.const_ints(node.input(0), "shape")
+    if any(d < 0 for d in shape):
+        raise ctx.error(f"shape {shape} has a negative dim")
     value = node.attr("value")
     fill = np.zeros(1, dtype=np.float32) if value is None else np.asarray(value).reshape(-1)
+    if fill.size != 1:
+        raise ctx.error(f"attribute 'value' must hold one element, got {fill.size}")
+    if math.prod(shape) > FOLD_ELEMENT_LIMIT:  # too big to hold at compile time: filled at run time
+        return [ctx.emit(g.BroadcastToOp, ctx.constant(fill.reshape(())), shape=shape)]
     return [ctx.constant(np.full(shape, fill[0], dtype=fill.dtype), name=node.proto.output[0])]
 
 
@@ -131,7 +137,14 @@ def convert_range(node: Node, ctx: ImportContext):
         for i, name in enumerate(("start", "limit", "delta"))
     )
     dtype = np.asarray(start).dtype
+    if delta == 0:
+        raise ctx.error("delta is 0 (Range needs a non-zero step)")
+    if not all(np.isfinite(v) for v in (start, limit, delta)):
+        raise ctx.error(f"start {start}, limit {limit} and delta {delta} must be finite")
     count = max(int(np.ceil((limit - start) / delta)), 0)
+    if count > FOLD_ELEMENT_LIMIT:
+        raise ctx.error(f"Range of {count} elements exceeds the {FOLD_ELEMENT_LIMIT}-element limit "
+                        "of compile-time values")
     values = (start + np.arange(count) * delta).astype(dtype)
     return [ctx.constant(values, name=node.proto.output[0])]
 
@@ -168,22 +181,21 @@ def convert_flatten(node: Node, ctx: ImportContext):
 def convert_transpose(node: Node, ctx: ImportContext):
     x = node.input(0)
     perm = node.attr("perm", list(reversed(range(x.rank))))
-    return [transpose(ctx, x, perm)]
+    if len(perm) != x.rank:
+        raise ctx.error(f"perm {list(perm)} has {len(perm)} entries but the input has rank {x.rank}")
+    return [transpose(ctx, x, ctx.axes(perm, x.rank, "perm"))]
 
 
 @converts("Concat")
 def convert_concat(node: Node, ctx: ImportContext):
     inputs = [t for t in node.inputs if t is not None]
-    return [ctx.emit(g.ConcatOp, *inputs, axis=int(node.attr("axis", 0)))]
+    return [ctx.emit(g.ConcatOp, *inputs, axis=ctx.axis(node.required("axis"), inputs[0].rank))]
 
 
 @converts("Split")
 def convert_split(node: Node, ctx: ImportContext):
     x = node.input(0)
-    axis = node.attr("axis", 0)
-    axis = axis + x.rank if axis < 0 else axis
-    if not 0 <= axis < x.rank:
-        raise ctx.error(f"axis {node.attr('axis')} is out of range for rank {x.rank}")
+    axis = ctx.axis(node.attr("axis", 0), x.rank)
     if node.opset < 13:
         sizes = node.attr("split")
     else:
@@ -192,6 +204,9 @@ def convert_split(node: Node, ctx: ImportContext):
     count = len(node.proto.output)
     if sizes is None:
         pieces = node.attr("num_outputs", count)
+        if not 1 <= pieces <= max(extent, 1) or pieces != count:
+            raise ctx.error(f"num_outputs {pieces} must equal the node's {count} outputs and be in "
+                            f"[1, {extent}] (the extent of axis {axis})")
         chunk = -(-extent // pieces)  # the last piece may be smaller (opset 18)
         sizes = [min(chunk, extent - i * chunk) for i in range(pieces)]
     outs = ctx.emit_multi(g.SplitOp, x, axis=axis, sizes=[int(s) for s in sizes])
@@ -210,8 +225,13 @@ def convert_slice(node: Node, ctx: ImportContext):
         ends = ctx.const_ints(node.input(2), "ends")
         axes = None if node.input(3) is None else ctx.const_ints(node.input(3), "axes")
         steps = None if node.input(4) is None else ctx.const_ints(node.input(4), "steps")
-    axes = list(range(len(starts))) if axes is None else list(axes)
+    axes = list(range(len(starts))) if axes is None else ctx.axes(axes, x.rank)
     steps = [1] * len(starts) if steps is None else list(steps)
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.error(f"starts, ends, axes and steps must have one entry per sliced axis, got "
+                        f"{len(starts)}, {len(ends)}, {len(axes)} and {len(steps)}")
+    if 0 in steps:
+        raise ctx.error(f"steps {steps} hold 0 (a step must be non-zero)")
     return [ctx.emit(g.SliceOp, x, starts=list(starts), ends=list(ends), axes=axes, steps=steps)]
 
 
@@ -230,7 +250,9 @@ def convert_pad(node: Node, ctx: ImportContext):
         value = 0.0 if cv is None else float(np.asarray(ctx.const_of(cv, "constant_value")).reshape(-1)[0])
         axes_t = node.input(3)
         if axes_t is not None:
-            axes = [a + x.rank if a < 0 else a for a in ctx.const_ints(axes_t, "axes")]
+            axes = ctx.axes(ctx.const_ints(axes_t, "axes"), x.rank)
+            if len(pads) != 2 * len(axes):
+                raise ctx.error(f"pads {pads} must hold 2 values per axis in axes {axes}")
             full = [0] * (2 * x.rank)
             for i, a in enumerate(axes):
                 full[a] = pads[i]
@@ -275,7 +297,10 @@ def _slice_axis(ctx: ImportContext, x: Tensor, axis: int, start: int, stop: int)
 
 @converts("Gather")
 def convert_gather(node: Node, ctx: ImportContext):
-    return [ctx.emit(g.GatherOp, node.input(0), node.input(1), axis=int(node.attr("axis", 0)))]
+    data = node.input(0)
+    axis = ctx.axis(node.attr("axis", 0), data.rank)
+    ctx.check_indices(node.input(1), data.shape[axis], "indices", f"axis {axis} of 'data'")
+    return [ctx.emit(g.GatherOp, data, node.input(1), axis=axis)]
 
 
 @converts("Expand")
@@ -290,7 +315,7 @@ def convert_squeeze(node: Node, ctx: ImportContext):
     x = node.input(0)
     if axes is None:
         return [ctx.emit(g.SqueezeOp, x)]
-    return [ctx.emit(g.SqueezeOp, x, axes=axes)]
+    return [ctx.emit(g.SqueezeOp, x, axes=ctx.axes(axes, x.rank))]
 
 
 @converts("Unsqueeze")
@@ -298,7 +323,7 @@ def convert_unsqueeze(node: Node, ctx: ImportContext):
     axes = _axes(node, ctx, 1, 13)
     if axes is None:
         raise ctx.error("missing 'axes'")
-    return [ctx.emit(g.UnsqueezeOp, node.input(0), axes=axes)]
+    return [ctx.emit(g.UnsqueezeOp, node.input(0), axes=ctx.axes(axes, node.input(0).rank + len(axes)))]
 
 
 @converts("Tile")
@@ -319,9 +344,13 @@ def convert_tile(node: Node, ctx: ImportContext):
 def convert_depth_to_space(node: Node, ctx: ImportContext):
     x = node.input(0)
     b = int(node.required("blocksize"))
+    if b < 1:
+        raise ctx.error(f"blocksize must be >= 1, got {b}")
     if x.rank != 4 or x.shape[1] % (b * b):
         raise ctx.error(f"input must be 4-D with channels divisible by blocksize^2={b * b}, got {list(x.shape)}")
     n, c, h, w = x.shape
+    if node.attr("mode", "DCR") not in ("DCR", "CRD"):
+        raise ctx.error(f"attribute 'mode' is '{node.attr('mode')}' (known: DCR, CRD)")
     if node.attr("mode", "DCR") == "DCR":
         y = reshape(ctx, x, [n, b, b, c // (b * b), h, w])
         y = transpose(ctx, y, [0, 3, 4, 1, 5, 2])
@@ -335,6 +364,8 @@ def convert_depth_to_space(node: Node, ctx: ImportContext):
 def convert_space_to_depth(node: Node, ctx: ImportContext):
     x = node.input(0)
     b = int(node.required("blocksize"))
+    if b < 1:
+        raise ctx.error(f"blocksize must be >= 1, got {b}")
     if x.rank != 4 or x.shape[2] % b or x.shape[3] % b:
         raise ctx.error(f"input must be 4-D with H and W divisible by blocksize={b}, got {list(x.shape)}")
     n, c, h, w = x.shape
@@ -345,6 +376,9 @@ def convert_space_to_depth(node: Node, ctx: ImportContext):
 
 
 _RESIZE_COORDS = ("half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel")
+_RESIZE_ALL_COORDS = (*_RESIZE_COORDS, "half_pixel_symmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize")
+_RESIZE_MODES = ("nearest", "linear", "cubic")
+_RESIZE_NEAREST = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 
 
 def _resize(ctx: ImportContext, x: Tensor, sizes, mode: str, coords: str, nearest_mode: str):
@@ -375,12 +409,23 @@ def convert_resize(node: Node, ctx: ImportContext):
         roi_t, scales_t, sizes_t = node.input(1), node.input(2), node.input(3)
         coords = node.attr("coordinate_transformation_mode", "half_pixel")
         nearest_mode = node.attr("nearest_mode", "round_prefer_floor")
+    for what, value, known in (("mode", mode, _RESIZE_MODES), ("coordinate_transformation_mode", coords,
+                                                                   _RESIZE_ALL_COORDS),
+                               ("nearest_mode", nearest_mode, _RESIZE_NEAREST)):
+        if value not in known:
+            raise ctx.error(f"attribute '{what}' is '{value}' (known: {', '.join(known)})")
     axes = node.attr("axes")
-    axes = list(range(x.rank)) if axes is None else [a + x.rank if a < 0 else a for a in axes]
+    axes = list(range(x.rank)) if axes is None else ctx.axes(axes, x.rank)
+    empty = [a for a in axes if x.shape[a] == 0]
+    if empty:
+        raise ctx.error(f"input dim {empty[0]} is 0: an empty axis cannot be resized")
     sizes = list(x.shape)
     scales = aspect = None
     if sizes_t is not None and (sizes_t.const is None or sizes_t.const.size):
-        for a, s in zip(axes, ctx.const_ints(sizes_t, "sizes")):
+        given = ctx.const_ints(sizes_t, "sizes")
+        if len(given) != len(axes) or min(given) <= 0:
+            raise ctx.error(f"sizes {given} must hold one positive size per resized axis ({len(axes)})")
+        for a, s in zip(axes, given):
             sizes[a] = s
         if policy != "stretch":
             # one scale for all `axes` (the smallest or largest asked for), and
@@ -392,7 +437,11 @@ def convert_resize(node: Node, ctx: ImportContext):
             sizes = [int(scale * x.shape[a] + 0.5) if a in axes else x.shape[a] for a in range(x.rank)]
     elif scales_t is not None:
         scales = [1.0] * x.rank
-        for a, s in zip(axes, np.asarray(ctx.const_of(scales_t, "scales"), np.float64).reshape(-1)):
+        given = np.asarray(ctx.const_of(scales_t, "scales"), np.float64).reshape(-1)
+        if len(given) != len(axes) or not all(np.isfinite(given)) or min(given) <= 0:
+            raise ctx.error(f"scales {given.tolist()} must hold one positive finite scale per resized "
+                            f"axis ({len(axes)})")
+        for a, s in zip(axes, given):
             scales[a] = float(s)
             sizes[a] = int(math.floor(x.shape[a] * s))
     else:
@@ -432,13 +481,18 @@ def _resize_by_matrices(node: Node, ctx: ImportContext, x: Tensor, sizes, scales
         same = sizes[a] == x.shape[a] and (scale is None or scale == 1.0)
         if same and (axis_roi is None or tuple(axis_roi) == (0.0, 1.0)):
             continue
+        if x.shape[a] * sizes[a] > FOLD_ELEMENT_LIMIT:
+            raise ctx.error(f"resizing axis {a} from {x.shape[a]} to {sizes[a]} needs a {x.shape[a]}x{sizes[a]} "
+                            f"interpolation matrix, over the {FOLD_ELEMENT_LIMIT}-element limit")
         weights = _resize_weights(node, x.shape[a], sizes[a], scale, axis_roi, 0.0, aspect=aspect)
         perm = [d for d in range(x.rank) if d != a] + [a]
         inverse = [perm.index(d) for d in range(x.rank)]
         moved = ctx.emit(g.MatmulOp, transpose(ctx, y, perm), ctx.constant(weights.astype(x.dtype)))
         if axis_roi is not None and extrapolation != 0.0:
             outside = _resize_weights(node, x.shape[a], sizes[a], scale, axis_roi, 1.0, zero_input=True)
-            moved = ctx.emit(g.AddOp, moved, ctx.constant((outside[0] * extrapolation).astype(x.dtype)))
+            with np.errstate(invalid="ignore"):  # 0 * inf inside the roi: masked to 0 below
+                fill = np.where(outside[0] != 0, outside[0] * extrapolation, 0.0)
+            moved = ctx.emit(g.AddOp, moved, ctx.constant(fill.astype(x.dtype)))
         y = transpose(ctx, moved, inverse)
     return y
 
@@ -524,7 +578,7 @@ def convert_upsample(node: Node, ctx: ImportContext):
 def convert_trilu(node: Node, ctx: ImportContext):
     # a compile-time mask over the last two dims selects the triangle
     x = node.input(0)
-    k = 0 if node.input(1) is None else ctx.const_ints(node.input(1), "k")[0]
+    k = 0 if node.input(1) is None else int(ctx.const_scalar(node.input(1), "k"))
     if x.rank < 2:
         raise ctx.error(f"input must have rank >= 2, got {x.rank}")
     n, m = x.shape[-2:]
@@ -545,10 +599,10 @@ def _running_mask(n: int, exclusive: bool, reverse: bool) -> np.ndarray:
 def _cumulative(node: Node, ctx: ImportContext, x: Tensor):
     """(the 0/1 running mask over the axis, the permutation moving the axis last, its
     inverse) of a CumSum / CumProd node."""
-    axis = ctx.const_ints(node.input(1), "axis")[0]
-    axis = axis + x.rank if axis < 0 else axis
-    if not 0 <= axis < x.rank:
-        raise ctx.error(f"axis {axis} is out of range for rank {x.rank}")
+    axis = ctx.axis(ctx.const_scalar(node.input(1), "axis"), x.rank)
+    if x.shape[axis] ** 2 > FOLD_ELEMENT_LIMIT:
+        raise ctx.error(f"{node.op_type} along axis {axis} of {x.shape[axis]} elements needs a "
+                        f"{x.shape[axis]}x{x.shape[axis]} mask, over the {FOLD_ELEMENT_LIMIT}-element limit")
     tri = _running_mask(x.shape[axis], node.attr("exclusive", 0), node.attr("reverse", 0))
     perm = [d for d in range(x.rank) if d != axis] + [axis]
     return tri, perm, [perm.index(d) for d in range(x.rank)]
@@ -585,7 +639,7 @@ def convert_compress(node: Node, ctx: ImportContext):
     if axis is None:
         x = reshape(ctx, x, [math.prod(x.shape)])
         axis = 0
-    axis = axis + x.rank if axis < 0 else axis
+    axis = ctx.axis(axis, x.rank)
     indices = np.nonzero(condition[: x.shape[axis]])[0].astype(np.int64)
     return [ctx.emit(g.GatherOp, x, ctx.constant(indices), axis=axis)]
 
@@ -594,11 +648,12 @@ def convert_compress(node: Node, ctx: ImportContext):
 def convert_one_hot(node: Node, ctx: ImportContext):
     # indices == iota along the new axis, selecting off/on values
     indices, values = node.input(0), node.input(2)
-    depth = int(np.asarray(ctx.const_of(node.input(1), "depth")).reshape(-1)[0])
+    depth = int(ctx.const_scalar(node.input(1), "depth"))
+    if depth < 1:
+        raise ctx.error(f"depth must be >= 1, got {depth}")
     off_on = np.asarray(ctx.const_of(values, "values")).reshape(-1)
     rank = indices.rank + 1
-    axis = node.attr("axis", -1)
-    axis = axis + rank if axis < 0 else axis
+    axis = ctx.axis(node.attr("axis", -1), rank)
     idx = indices if indices.dtype == np.int64 else ctx.emit(g.CastOp, indices, to=element_type_of(np.int64))
     # negative indices count from the end; out-of-range ones match no position
     negative = ctx.emit(g.LessOp, idx, ctx.constant(np.int64(0)))
@@ -616,8 +671,7 @@ def convert_one_hot(node: Node, ctx: ImportContext):
 def convert_center_crop_pad(node: Node, ctx: ImportContext):
     x = node.input(0)
     target = ctx.const_ints(node.input(1), "shape")
-    axes = node.attr("axes", list(range(x.rank)))
-    axes = [a + x.rank if a < 0 else a for a in axes]
+    axes = ctx.axes(node.attr("axes", list(range(x.rank))), x.rank)
     starts, ends, pads = [], [], [0] * (2 * x.rank)
     for a, want in zip(axes, target):
         have = x.shape[a]
@@ -638,7 +692,10 @@ def convert_center_crop_pad(node: Node, ctx: ImportContext):
 
 @converts("GatherElements")
 def convert_gather_elements(node: Node, ctx: ImportContext):
-    return [gather_elements(ctx, node.input(0), node.input(1), node.attr("axis", 0))]
+    data = node.input(0)
+    axis = ctx.axis(node.attr("axis", 0), data.rank)
+    ctx.check_indices(node.input(1), data.shape[axis], "indices", f"axis {axis} of 'data'")
+    return [gather_elements(ctx, data, node.input(1), axis)]
 
 
 def gather_elements(ctx: ImportContext, data: Tensor, indices: Tensor, axis: int) -> Tensor:

@@ -51,8 +51,8 @@ def _scalar(ctx: ImportContext, t: Tensor | None, what: str) -> int | None:
 
 def dft(ctx: ImportContext, x: Tensor, axis: int, length: int | None, inverse: bool,
         onesided: bool) -> Tensor:
-    axis = axis + x.rank if axis < 0 else axis
-    if not 0 <= axis < x.rank - 1:
+    axis = ctx.axis(axis, x.rank)
+    if not axis < x.rank - 1:
         raise ctx.error(f"axis {axis} is out of range for a rank-{x.rank} signal (the last dim is not an axis)")
     if length is None:
         length = 2 * (x.shape[axis] - 1) if inverse and onesided else x.shape[axis]
@@ -139,6 +139,8 @@ def convert_roi_align(node: Node, ctx: ImportContext):
     oh, ow = node.attr("output_height", 1), node.attr("output_width", 1)
     ratio = node.attr("sampling_ratio", 0)
     scale = float(node.attr("spatial_scale", 1.0))
+    if rois.rank != 2 or rois.shape[1] != 4:
+        raise ctx.error(f"rois must be [num_rois, 4], got {list(rois.shape)}")
     attrs = dict(mode=node.attr("mode", "avg"), output_height=oh, output_width=ow,
                  sampling_ratio=ratio, spatial_scale=scale, coordinate_transformation_mode=ctm)
     if ratio == 0:

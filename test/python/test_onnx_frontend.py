@@ -271,7 +271,7 @@ def test_dangling_edge():
     with pytest.raises(OnnxImportError) as err:
         import_model(make_model(nodes, [vi("x", [2])], [vi("y", None)]))
     assert one_line(err) == (
-        "node 'adder' (Add): input 'ghost' is not produced by any earlier node, "
+        "node 'adder' (Add, #0): input 'ghost' is not produced by any earlier node, "
         "initializer or graph input (dangling edge)"
     )
 
@@ -307,12 +307,12 @@ def test_shape_error_names_the_node():
     model = node_model("MatMul", {"a": np.zeros((2, 3), np.float32), "b": np.zeros((4, 5), np.float32)})
     with pytest.raises(OnnxImportError) as err:
         import_model(model)
-    assert one_line(err).startswith("node 'matmul_node' (MatMul): graph.matmul: contraction dims differ")
+    assert one_line(err).startswith("node 'matmul_node' (MatMul, #0): graph.matmul: contraction dims differ")
 
 
 def test_unsupported_attribute_value_names_the_node():
     model = node_model("Pad", {"x": np.zeros((2, 3), np.float32)}, opset=9, mode="spiral", pads=[0, 1, 0, 1])
-    with pytest.raises(OnnxImportError, match="node 'pad_node' \\(Pad\\): pad mode 'spiral' is not supported"):
+    with pytest.raises(OnnxImportError, match="node 'pad_node' \\(Pad, #0\\): pad mode 'spiral' is not supported"):
         import_model(model)
 
 
@@ -325,7 +325,7 @@ def test_unsupported_element_type():
 
 def test_old_opset_accepted_only_for_unchanged_ops():
     relu = make_model([helper.make_node("Not", ["x"], ["y"])], [vi("x", [2], TensorProto.BOOL)],
-                      [vi("y", None)], opset=1)
+                      [vi("y", None, TensorProto.BOOL)], opset=1)
     import_model(relu)  # Not is unchanged since opset 1
     add = make_model([helper.make_node("Add", ["x", "x"], ["y"])], [vi("x", [2])], [vi("y", None)], opset=6)
     with pytest.raises(OnnxImportError, match="opset 6 is not supported for Add"):
@@ -358,7 +358,7 @@ def test_missing_required_attribute():
                        [vi("x", [1, 1, 4, 4])], [vi("y", None)])
     with pytest.raises(OnnxImportError) as err:
         import_model(model)
-    assert one_line(err) == "node 'pool' (MaxPool): missing required attribute 'kernel_shape'"
+    assert one_line(err) == "node 'pool' (MaxPool, #0): missing required attribute 'kernel_shape'"
 
 
 def test_function_body_errors_name_the_inner_node():
@@ -369,7 +369,7 @@ def test_function_body_errors_name_the_inner_node():
                        initializers={"size": np.array([1, 1, 3, 4], np.int64)})
     with pytest.raises(OnnxImportError) as err:
         import_model(model)
-    assert one_line(err) == "node '#9' (Split): axis 1 is out of range for rank 1"
+    assert one_line(err) == "node #9 (Split): axis 1 is out of range for rank 1 (valid: -1 to 0)"
 
 
 def test_needs_constant_names_the_source_graph_input():
@@ -384,7 +384,7 @@ def test_needs_constant_names_the_source_graph_input():
     with pytest.raises(NeedsConstantError) as err:
         import_model(model)
     assert one_line(err) == (
-        "node 'reshape' (Reshape): 'shape' must be known at compile time, but 'target' is "
+        "node 'reshape' (Reshape, #1): 'shape' must be known at compile time, but 'target' is "
         "computed at run time (from graph input 'dims'; pass them with constant_inputs=)")
     assert err.value.input_name == "dims"
     module = import_model(model, constant_inputs={"dims": np.array([2, 3])})
