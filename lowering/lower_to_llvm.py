@@ -50,6 +50,8 @@ workspaces), ``control_flow.py`` (loops, parallel outlining, scf, calls).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, IntegerAttr, MemRefType, ModuleOp, UnitAttr, i32
@@ -176,7 +178,8 @@ def _thread_count_support() -> list[Operation]:
     return [glob, setter]
 
 
-def lower_module(module: ModuleOp) -> None:
+def lower_module(module: ModuleOp, profile: bool = False) -> None:
+    """``profile``: time every kernel call (lowering/to_llvm/profile.py)."""
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
     others = [op for op in module.ops if not isinstance(op, (func.FuncOp, llvm.FuncOp, llvm.GlobalOp))]
     if others:
@@ -193,6 +196,11 @@ def lower_module(module: ModuleOp) -> None:
     if not any(op.sym_name.data == SET_NUM_THREADS for op in module.ops if isinstance(op, llvm.FuncOp)):
         state.new_ops.extend(_thread_count_support())
     aliased = _kernels_called_with_aliases(funcs)
+    if profile:
+        from dlc.lowering.to_llvm import profile as prof
+
+        prof.attach_sites(module, prof.instrument(funcs))
+        state.new_ops.extend(prof.support_ops(state))
     lowered = [(fn, _lower_function(state, fn, fn.sym_name.data in aliased)) for fn in funcs]
     defined = {fn.sym_name.data for fn in funcs}
     for fn, new in lowered:
@@ -208,11 +216,15 @@ def lower_module(module: ModuleOp) -> None:
         module.body.block.add_op(op)
 
 
+@dataclass(frozen=True)
 class LowerToLLVMPass(ModulePass):
     """Lower loop-level IR (tloop kernels + host functions) to the llvm dialect."""
 
     name = "lower-to-llvm"
+    # timestamps around every kernel call into a caller-given buffer, and the record
+    # table as the module's dlc.profile_sites (lowering/to_llvm/profile.py)
+    profile: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_module(op)
+        lower_module(op, self.profile)
 
