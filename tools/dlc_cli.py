@@ -60,6 +60,8 @@ def build_arg_parser() -> ArgumentParser:
                      help="save an output as .npy, in output order (repeatable)")
     run.add_argument("--rtol", type=float, default=1e-4, help="--check/--expect relative tolerance (floats)")
     run.add_argument("--atol", type=float, default=1e-5, help="--check/--expect absolute tolerance (floats)")
+    run.add_argument("--profile", metavar="TRACE.json",
+                     help="time every kernel (--repeat runs): write a Chrome trace, print a table")
     return ap
 
 
@@ -135,7 +137,7 @@ def load_te(path: str):
     return apply_default_schedules(import_te(path))
 
 
-def compile_model(path: str, target: str, entry: str | None, threads: int | None):
+def compile_model(path: str, target: str, entry: str | None, threads: int | None, profile: bool = False):
     kind = _kind(path)
     if kind == "so":
         raise DiagnosticError(f"'{path}' is already compiled")
@@ -143,8 +145,12 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
         raise DiagnosticError(f"cannot open '{path}': no such file")
     source = parse_mlir(path) if kind == "mlir" else load_te(path) if kind == "te" else path
     driver = _driver()
-    return _guard(f"compiling '{path}'", driver.compile, source, target=target, entry=entry,
-                  num_threads=threads)
+    from dlc.tools.progress import compile_progress
+
+    extra = {"profile": True} if profile else {}
+    with compile_progress() as progress:  # None (no output) when stderr is not a terminal
+        return _guard(f"compiling '{path}'", driver.compile, source, target=target, entry=entry,
+                      num_threads=threads, progress=progress, **extra)
 
 
 # ---------------------------------------------------------------------------
@@ -300,6 +306,10 @@ def cmd_run(args) -> int:
     if args.repeat < 1:
         raise DiagnosticError("--repeat needs a number >= 1")
     if kind == "so":
+        if args.profile:
+            raise DiagnosticError("--profile needs the .onnx/.mlir model (a .so is not instrumented)")
+    if args.profile and args.target.split(" ", 1)[0] != "llvm":
+        raise DiagnosticError(f"--profile needs an llvm target, not '{args.target}'")
         if args.check:
             raise DiagnosticError("--check needs the .mlir or .onnx model (a .so has no reference)")
         from dlc.runtime import load
@@ -312,7 +322,7 @@ def cmd_run(args) -> int:
         point = module.entries[entry]
         call, in_specs, out_specs = point, list(point.inputs), list(point.outputs)
     else:
-        compiled = compile_model(args.model, args.target, args.entry, args.threads)
+        compiled = compile_model(args.model, args.target, args.entry, args.threads, bool(args.profile))
         call, in_specs = compiled, list(compiled.input_specs)
         out_specs = list(compiled.output_specs)
 
@@ -331,6 +341,14 @@ def cmd_run(args) -> int:
         name = out_specs[i][0] if i < len(out_specs) else f"#{i}"
         print(describe_output(i, name, np.asarray(array)))
     print(f"median run time: {statistics.median(times) * 1e3:.3f} ms over {args.repeat} runs")
+    if args.profile:
+        profile = _guard("profiling", compiled.profile, *inputs, repeat=args.repeat, entry=args.entry)
+        try:
+            profile.save(args.profile)
+        except OSError as err:
+            raise DiagnosticError(f"cannot write '{args.profile}': {err.strerror or err}") from None
+        print(profile.table())
+        print(f"profile: {args.profile}")
     if args.check:
         expected = reference_outputs(args.model, kind, args.entry, inputs)
         if not compare([np.asarray(o) for o in outputs], expected, args.rtol, args.atol):
