@@ -37,6 +37,10 @@ and loops/ifs must become blocks anyway:
   it cached in an internal global per host function (``<fn>_workspace``) between calls;
   the exported ``dlc_release_workspaces()`` frees the cached blocks
   (lowering/plan_workspace.py).
+* ``profile=true`` (``dlc.compile(profile=True)``): every kernel call of a host function,
+  and the host function itself, is bracketed by ``clock_gettime`` timestamps recorded into
+  a caller-given buffer; the module gets the record table ``dlc.profile_sites``
+  (lowering/to_llvm/profile.py). Without it the output is unchanged.
 * ``tloop.weight "w"`` becomes an external global ``@__dlc_weight_<i>`` tagged
   ``dlc.weight_name = "w"``; the JIT binds it to the weights-store array, an
   exported library embeds the bytes.

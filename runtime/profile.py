@@ -131,7 +131,7 @@ class Profile:
         lines = [head]
         for row in shown:
             gf, gb = row.gflops(), row.gbytes()
-            lines.append((row.kernel, _short_source(row.source), str(row.calls), f"{row.total_ns / 1e6:.3f}",
+            lines.append((row.kernel, _short_source(row.source), str(row.calls), f"{row.total_ns / 1e6:.4f}",
                           f"{100 * row.total_ns / entry:.1f}" if entry else "-",
                           f"{gf:.1f}" if gf is not None else "-", f"{gb:.1f}" if gb is not None else "-",
                           row.form or "-", row.schedule))
@@ -142,8 +142,8 @@ class Profile:
         if limit is not None and len(rows) > limit:
             out.append(f"... {len(rows) - limit} more kernels")
         runs = self.runs
-        out.append(f"{runs} run{'s' if runs != 1 else ''}: entry {entry / 1e6 / max(runs, 1):.3f} ms/run, "
-                   f"kernels {kernels / 1e6 / max(runs, 1):.3f} ms/run "
+        out.append(f"{runs} run{'s' if runs != 1 else ''}: entry {entry / 1e6 / max(runs, 1):.4f} ms/run, "
+                   f"kernels {kernels / 1e6 / max(runs, 1):.4f} ms/run "
                    f"({100 * kernels / entry:.1f}% of the entry)" if entry else "no entry time recorded")
         return "\n".join(out)
 

@@ -2,14 +2,16 @@
 
     dlc compile model.onnx -o model.so [--target llvm] [--pass-timing]
     dlc run model.mlir|model.onnx|model.so [--entry NAME] [--input x.npy | --input x=x.npy ...]
-            [--check] [--repeat N] [--threads N] [--seed S]
+            [--check] [--repeat N] [--threads N] [--seed S] [--profile TRACE.json]
 
 ``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
 is parsed here first, so syntax and verifier errors point at the source line);
 ``run`` on a .so uses the numpy+ctypes runtime ``dlc.runtime.load``. ``run``
 feeds seeded random inputs unless given ``--input``, prints each output's
 shape, dtype and a checksum and the median run time; ``--check`` compares
-with the reference evaluator (MLIR) or onnxruntime (ONNX).
+with the reference evaluator (MLIR) or onnxruntime (ONNX); ``--profile`` compiles with
+per-kernel timestamps, writes a Chrome trace and prints the kernel table. On a terminal
+compiling shows its progress on stderr (tools/progress.py); piped, nothing.
 """
 
 from __future__ import annotations
@@ -149,8 +151,10 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
 
     extra = {"profile": True} if profile else {}
     with compile_progress() as progress:  # None (no output) when stderr is not a terminal
+        if progress is not None:
+            extra["progress"] = progress
         return _guard(f"compiling '{path}'", driver.compile, source, target=target, entry=entry,
-                      num_threads=threads, progress=progress, **extra)
+                      num_threads=threads, **extra)
 
 
 # ---------------------------------------------------------------------------
@@ -305,11 +309,11 @@ def cmd_run(args) -> int:
     kind = _kind(args.model)
     if args.repeat < 1:
         raise DiagnosticError("--repeat needs a number >= 1")
+    if args.profile and args.target.split(" ", 1)[0] != "llvm":
+        raise DiagnosticError(f"--profile needs an llvm target, not '{args.target}'")
     if kind == "so":
         if args.profile:
             raise DiagnosticError("--profile needs the .onnx/.mlir model (a .so is not instrumented)")
-    if args.profile and args.target.split(" ", 1)[0] != "llvm":
-        raise DiagnosticError(f"--profile needs an llvm target, not '{args.target}'")
         if args.check:
             raise DiagnosticError("--check needs the .mlir or .onnx model (a .so has no reference)")
         from dlc.runtime import load
