@@ -481,6 +481,8 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     (again with ``(i, n)`` per kernel), "expand-math", "plan-workspace", "lower-to-llvm",
     "translate", "llvm-jit"; ``detail`` None) for a progress display (the CLI's).
     """
+    if profile and (target == "cuda" or getattr(target, "kind", None) == "cuda"):
+        raise CompileError("profile=True is for the llvm target (the CUDA build is not instrumented)")
     if isinstance(target, str):
         if target == "cuda":
             return _compile_cuda(source, entry, example_args)

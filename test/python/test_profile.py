@@ -111,8 +111,12 @@ def small_cnn():
     return dlc.compile(SMALL_CNN, profile=True)
 
 
-def test_profiled_build_computes_the_same(small_cnn):
-    plain = dlc.compile(SMALL_CNN)
+@pytest.fixture(scope="module")
+def plain():
+    return dlc.compile(SMALL_CNN)
+
+
+def test_profiled_build_computes_the_same(small_cnn, plain):
     x = _inputs(small_cnn)
     np.testing.assert_array_equal(small_cnn(*x)[0], plain(*x)[0])
     assert "dlc_profile" not in plain.llvm_ir  # the untouched build has no instrumentation
@@ -136,10 +140,11 @@ def test_small_cnn_profile_adds_up(small_cnn, tmp_path):
         check_trace(json.load(f))
 
 
-def test_profile_needs_a_profiled_build():
-    plain = dlc.compile(SMALL_CNN)
+def test_profile_needs_a_profiled_build_for_the_llvm_target(plain):
     with pytest.raises(dlc.driver.CompileError, match="profile=True"):
         plain.profile(*_inputs(plain))
+    with pytest.raises(dlc.driver.CompileError, match="profile=True is for the llvm target"):
+        dlc.compile(SMALL_CNN, target="cuda", profile=True)
 
 
 def test_loop_inside_the_entry_records_every_iteration():
