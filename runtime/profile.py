@@ -38,6 +38,16 @@ class KernelRow:
     total_ns: int
     flops: int | None  # per call
     bytes: int | None  # per call
+    nodes: tuple[tuple[str, ...], ...] = ()  # source-model node names of each call site
+
+    def node_label(self, width: int = 40) -> str:
+        """The first site's nodes, ``+N sites`` when the kernel is shared."""
+        if not self.nodes or not any(self.nodes):
+            return "-"
+        label = ",".join(self.nodes[0])
+        if len(label) > width:
+            label = label[: width - 3] + "..."
+        return label + (f" +{len(self.nodes) - 1} sites" if len(self.nodes) > 1 else "")
 
     def gflops(self) -> float | None:
         return self.flops * self.calls / self.total_ns if self.flops and self.total_ns else None
@@ -74,6 +84,7 @@ class Profile:
         calls: dict[str, int] = {}
         total: dict[str, int] = {}
         first_site: dict[str, int] = {}
+        sites_of: dict[str, dict[int, None]] = {}
         for r in self.records:
             for site, start, end in r:
                 site = int(site)
@@ -83,11 +94,13 @@ class Profile:
                 calls[name] = calls.get(name, 0) + 1
                 total[name] = total.get(name, 0) + int(end - start)
                 first_site.setdefault(name, site)
+                sites_of.setdefault(name, {})[site] = None
         rows = []
         for name, site in first_site.items():
             info = self.sites[site]
             rows.append(KernelRow(name, info.get("source", ""), info.get("form"), info.get("schedule", ""),
-                                  calls[name], total[name], info.get("flops"), info.get("bytes")))
+                                  calls[name], total[name], info.get("flops"), info.get("bytes"),
+                                  tuple(tuple(self.sites[s].get("nodes") or ()) for s in sites_of[name])))
         return sorted(rows, key=lambda row: -row.total_ns)
 
     # -- Chrome trace event format ----------------------------------------------------
@@ -103,7 +116,7 @@ class Profile:
                 entry = info["kind"] == "entry"
                 args = {"run": run, "site": int(site)}
                 if not entry:
-                    args.update({k: info[k] for k in ("source", "form", "schedule", "flops", "bytes")
+                    args.update({k: info[k] for k in ("source", "nodes", "form", "schedule", "flops", "bytes")
                                  if info.get(k) is not None})
                 events.append({
                     "name": info["kernel"], "cat": info["kind"], "ph": "X",
@@ -121,22 +134,23 @@ class Profile:
 
     # -- the table ---------------------------------------------------------------------
     def table(self, limit: int | None = None) -> str:
-        """Kernel, source ops, calls, total ms, % of the run, GFLOP/s, GB/s, form and
+        """Kernel, source ops, source-model nodes, calls, total ms, % of the run, GFLOP/s, GB/s, form and
         schedule, slowest kernel first (``limit``: only that many rows)."""
         entry = self.entry_ns()
         kernels = self.kernel_ns()
         rows = self.rows()
         shown = rows if limit is None else rows[:limit]
-        head = ("kernel", "source ops", "calls", "total ms", "%run", "GFLOP/s", "GB/s", "form", "schedule")
+        head = ("kernel", "source ops", "nodes", "calls", "total ms", "%run", "GFLOP/s", "GB/s", "form",
+                "schedule")
         lines = [head]
         for row in shown:
             gf, gb = row.gflops(), row.gbytes()
-            lines.append((row.kernel, _short_source(row.source), str(row.calls), f"{row.total_ns / 1e6:.4f}",
+            lines.append((row.kernel, _short_source(row.source), row.node_label(), str(row.calls), f"{row.total_ns / 1e6:.4f}",
                           f"{100 * row.total_ns / entry:.1f}" if entry else "-",
                           f"{gf:.1f}" if gf is not None else "-", f"{gb:.1f}" if gb is not None else "-",
                           row.form or "-", row.schedule))
         widths = [max(len(line[i]) for line in lines) for i in range(len(head) - 1)]
-        out = ["  ".join(cell.ljust(w) if i in (0, 1, 7) else cell.rjust(w)
+        out = ["  ".join(cell.ljust(w) if i in (0, 1, 2, 8) else cell.rjust(w)
                          for i, (cell, w) in enumerate(zip(line[:-1], widths))) + "  " + line[-1]
                for line in lines]
         if limit is not None and len(rows) > limit:

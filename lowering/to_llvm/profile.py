@@ -31,8 +31,8 @@ from __future__ import annotations
 import json
 
 from xdsl.dialects import arith, func, llvm
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp, StringAttr, i32, i64
-from xdsl.ir import Block, Operation, Region
+from xdsl.dialects.builtin import FusedLoc, IntegerAttr, ModuleOp, NameLoc, StringAttr, i32, i64
+from xdsl.ir import Attribute, Block, Operation, Region
 
 from dlc.dialects import tloop
 from dlc.lowering.to_llvm.function import HOST_ATTR, ICMP_PREDICATES, PTR, ModuleState
@@ -84,6 +84,16 @@ def kernel_record(kernel: func.FuncOp) -> dict:
     }
 
 
+def source_nodes(location: Attribute) -> list[str]:
+    """The source-model node names (``NameLoc``: the ONNX importer sets them) in a call's
+    location; a fused group's call has one per member (``FusedLoc``), repeats dropped."""
+    if isinstance(location, NameLoc):
+        return [location.desc.data]
+    if isinstance(location, FusedLoc):
+        return list(dict.fromkeys(name for loc in location.locations.data for name in source_nodes(loc)))
+    return []
+
+
 def _now(before: Operation) -> func.CallOp:
     call = func.CallOp(NOW, [], [i64])
     before.parent_block().insert_op_before(call, before)
@@ -113,7 +123,7 @@ def instrument(funcs: list[func.FuncOp]) -> list[dict]:
             call.parent_block().insert_op_after(end, call)
             _record(end, len(sites), start, end)
             sites.append({**kernel_record(kernels[call.callee.string_value()]),
-                          "host": host.sym_name.data})
+                          "host": host.sym_name.data, "nodes": source_nodes(call.location)})
         block = host.body.block
         first = block.first_op
         entry_start = func.CallOp(NOW, [], [i64])

@@ -131,13 +131,18 @@ def test_small_cnn_profile_adds_up(small_cnn, tmp_path):
     conv = [row for row in rows if row.form == "conv2d_nchwc"]
     assert conv and all(row.source.startswith("graph.conv2d_nchwc") and row.flops for row in conv)
     assert all(row.bytes for row in rows)
+    # the ONNX node names travel to the kernel calls, through fusion and the NCHWc rewrite
+    nodes = {row.nodes[0] for row in rows if row.nodes and row.nodes[0]}
+    assert ("conv1", "bn1", "relu1") in nodes and ("conv2", "relu2") in nodes and ("softmax",) in nodes
     table = profile.table()
-    for column in ("kernel", "source ops", "calls", "total ms", "%run", "GFLOP/s", "GB/s", "form", "schedule"):
+    for column in ("kernel", "source ops", "nodes", "calls", "total ms", "%run", "GFLOP/s", "GB/s", "form", "schedule"):
         assert column in table.splitlines()[0]
     assert "conv2d_nchwc+add+relu" in table and "parallel" in table
     path = profile.save(str(tmp_path / "trace.json"))
     with open(path) as f:
-        check_trace(json.load(f))
+        trace = json.load(f)
+    check_trace(trace)
+    assert any(e["args"].get("nodes") == ["conv1", "bn1", "relu1"] for e in trace["traceEvents"])
 
 
 def test_profile_needs_a_profiled_build_for_the_llvm_target(plain):
