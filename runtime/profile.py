@@ -47,7 +47,8 @@ class KernelRow:
         label = ",".join(self.nodes[0])
         if len(label) > width:
             label = label[: width - 3] + "..."
-        return label + (f" +{len(self.nodes) - 1} sites" if len(self.nodes) > 1 else "")
+        more = len(self.nodes) - 1
+        return label + (f" +{more} site{'s' if more > 1 else ''}" if more else "")
 
     def gflops(self) -> float | None:
         return self.flops * self.calls / self.total_ns if self.flops and self.total_ns else None
