@@ -37,7 +37,7 @@ import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
 from onnx import ModelProto, TensorProto, helper, numpy_helper
-from xdsl.dialects.builtin import ModuleOp, NameLoc, NoneAttr, StringAttr, TensorType
+from xdsl.dialects.builtin import ModuleOp, TensorType
 from xdsl.ir import Block, SSAValue
 
 from dlc.dialects.graph_base import (
@@ -145,11 +145,8 @@ class ImportContext(ImporterBase):
     def where(self) -> str:
         return self.node.where if self.node else ""
 
-    def make(self, op_class, *operands, **attrs):
-        op = super().make(op_class, *operands, **attrs)
-        if self.node is not None:  # the ONNX node's name travels to its kernel (the profile)
-            op.location = NameLoc(StringAttr(self.node.label), NoneAttr())
-        return op
+    def node_name(self) -> str | None:
+        return self.node.label if self.node is not None else None
 
     # -- values ----------------------------------------------------------------------
     def value(self, t: Tensor) -> SSAValue:
