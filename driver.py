@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 import numpy as np
@@ -320,26 +321,31 @@ def schedule_pass(target: Target | None = None) -> str:
 
 
 def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = None,
-                          layout: str | None = None, target: Target | None = None) -> None:
+                          layout: str | None = None, target: Target | None = None,
+                          profile: bool = False, progress: Progress | None = None) -> None:
     """Run the stages ``module`` still needs to reach the llvm dialect (in place), each a
-    pass of the registry; schedules plan for `target` (default: the host)."""
+    pass of the registry; schedules plan for `target` (default: the host). ``profile``:
+    kernels carry their cost and every kernel call is timed (lowering/to_llvm/profile.py);
+    ``progress``: called as each stage starts (see :func:`compile`)."""
     timings = timings if timings is not None else {}
+    on = "{profile=true}" if profile else ""
+    timed = _stage_timer(timings, progress)
     if _level(module) == "graph":
         for name in graph_passes(layout):
-            with _timed(timings, name):
+            with timed(name):
                 _pipeline_pass(name, module)
-        with _timed(timings, "lower-to-loops"):
-            _pipeline_pass("lower-to-loops{flat-conv=true}", module)  # the CPU kernel forms
-        with _timed(timings, "schedule"):
+        with timed("lower-to-loops"):  # the CPU kernel forms
+            _pipeline_pass("lower-to-loops{flat-conv=true" + (" profile=true}" if profile else "}"), module)
+        with timed("schedule"), _kernel_progress(progress):
             _pipeline_pass(schedule_pass(target), module)
     if _level(module) == "loops":
-        with _timed(timings, "expand-math"):
+        with timed("expand-math"):
             _pipeline_pass("expand-math", module)  # vectorizable exp/log/tanh/erf
-        with _timed(timings, "plan-workspace"):
+        with timed("plan-workspace"):
             _pipeline_pass("plan-workspace", module)  # reused buffers, no malloc per call
     if _level(module) == "loops":
-        with _timed(timings, "lower-to-llvm"):
-            _pipeline_pass("lower-to-llvm", module)
+        with timed("lower-to-llvm"):
+            _pipeline_pass("lower-to-llvm" + on, module)
     try:
         module.verify()
     except DiagnosticException as err:
@@ -349,6 +355,34 @@ def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = N
 def _apply_default_schedules(module: ModuleOp, target: Target | None = None) -> None:
     """The default schedules of every kernel, for `target` (default: the host)."""
     _pipeline_pass(schedule_pass(target), module)
+
+
+# ``progress(stage, detail)``: ``detail`` is None when a stage starts, ``(i, n)`` while the
+# schedule stage works on its i-th of n kernels
+Progress = Callable[[str, "tuple[int, int] | None"], None]
+
+
+def _stage_timer(timings: dict[str, float], progress: Progress | None):
+    """``with timed(stage):`` times the stage and reports its start to ``progress``."""
+    @contextmanager
+    def timed(stage: str):
+        if progress is not None:
+            progress(stage, None)
+        with _timed(timings, stage):
+            yield
+    return timed
+
+
+@contextmanager
+def _kernel_progress(progress: Progress | None):
+    """Per-kernel progress of the default schedules (lowering/schedule/defaults.py)."""
+    if progress is None:
+        yield
+        return
+    from dlc.lowering.schedule.defaults import report_kernels
+
+    with report_kernels(lambda i, n: progress("schedule", (i, n))):
+        yield
 
 
 @contextmanager
@@ -375,13 +409,28 @@ class CompiledModule:
     """
 
     def __init__(self, native: NativeModule, jit, llvm_ir: str, weights: dict[str, np.ndarray],
-                 timings: dict[str, float], num_threads: int | None):
+                 timings: dict[str, float], num_threads: int | None, profiler=None):
         self._native = native
         self._jit = jit
         self.llvm_ir = llvm_ir
         self._weights = weights
         self.timings = timings
         self._num_threads = num_threads
+        self._profiler = profiler  # dlc.runtime.profile.Profiler when compiled with profile=True
+
+    def profile(self, *arrays, repeat: int = 10, entry: str | None = None):
+        """Run ``repeat`` timed calls (after one warm-up call) and return their
+        ``dlc.runtime.profile.Profile``: per-kernel times, ``.table()``,
+        ``.to_chrome_trace()``, ``.save(path)``. Needs ``dlc.compile(..., profile=True)``."""
+        from dlc.runtime.profile import ProfileError
+
+        if self._profiler is None:
+            raise CompileError("profile() needs a module compiled with dlc.compile(..., profile=True)")
+        try:
+            return self._profiler.profile(lambda: self.run(entry or self._native.default_entry, *arrays),
+                                          repeat=repeat)
+        except ProfileError as err:
+            raise CompileError(str(err)) from None
 
     def __call__(self, *arrays, outputs=None) -> list[np.ndarray]:
         return self._native(*arrays, outputs=outputs)
@@ -428,7 +477,8 @@ class CompiledModule:
 
 
 def compile(source, example_args=None, target: str | Target = "llvm", entry: str | None = None,
-            num_threads: int | None = None, opt: int = 3, layout: str | None = None) -> CompiledModule:
+            num_threads: int | None = None, opt: int = 3, layout: str | None = None,
+            profile: bool = False, progress: Progress | None = None) -> CompiledModule:
     """Compile ``source`` (MLIR text, .mlir/.onnx/.tflite/.pt2 path, onnx.ModelProto, ModuleOp,
     torch ExportedProgram, or a torch nn.Module with ``example_args``) for the host CPU.
 
@@ -441,7 +491,16 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     first function). ``layout``: "NCHWc" runs conv chains, pools and channel concats
     in the blocked NCHW16c layout (alter-op-layout), "NCHW" keeps plain layouts
     (default: env ``DLC_LAYOUT``, else "NCHWc").
+
+    ``profile``: the host entry times every kernel call natively (timestamps into a
+    buffer, no Python per kernel); ``CompiledModule.profile(*inputs)`` reads them. The
+    code of a build without it is unchanged. ``progress``: ``progress(stage, detail)`` is
+    called as each stage starts ("load", the graph passes, "lower-to-loops", "schedule"
+    (again with ``(i, n)`` per kernel), "expand-math", "plan-workspace", "lower-to-llvm",
+    "translate", "llvm-jit"; ``detail`` None) for a progress display (the CLI's).
     """
+    if profile and (target == "cuda" or getattr(target, "kind", None) == "cuda"):
+        raise CompileError("profile=True is for the llvm target (the CUDA build is not instrumented)")
     if isinstance(target, str):
         if target == "cuda":
             return _compile_cuda(source, entry, example_args)
@@ -463,7 +522,8 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     from dlc.backends.llvm.translate import TranslationError, translate
 
     timings: dict[str, float] = {}
-    with _timed(timings, "load"):
+    timed = _stage_timer(timings, progress)
+    with timed("load"):
         module = load_module(source, example_args)
     entries = entry_specs(module)
     if not entries:
@@ -471,15 +531,15 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
                            "entry-point metadata: compile graph- or loop-level IR)")
     default = _default_entry(entries, entry)
     meta = metadata_for(module, default, num_threads)
-    lower_to_llvm_dialect(module, timings, layout, target)
-    with _timed(timings, "translate"):
+    lower_to_llvm_dialect(module, timings, layout, target, profile, progress)
+    with timed("translate"):
         try:
             translation = translate(module, meta)
         except (TranslationError, NotImplementedError) as err:
             raise CompileError(_one_line(err, "llvm translation")) from None
         llvm_ir = str(translation.module)
     weights = _bind_weights(module, translation.weight_symbols)
-    with _timed(timings, "llvm-jit"):
+    with timed("llvm-jit"):
         try:
             jit = JITModule(llvm_ir, weights, opt=opt)
         except JITError as err:
@@ -491,7 +551,19 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
                           alloc_failure_address=jit.address(ALLOC_FAILURE_GETTER))
     if num_threads is not None:
         native.set_num_threads(num_threads)
-    return CompiledModule(native, jit, llvm_ir, weights, timings, num_threads)
+    return CompiledModule(native, jit, llvm_ir, weights, timings, num_threads,
+                          _profiler(module, jit) if profile else None)
+
+
+def _profiler(module: ModuleOp, jit):
+    """The reader of a profiled module's kernel records (dlc.runtime.profile)."""
+    from dlc.lowering.to_llvm.profile import BEGIN, END, sites_of
+    from dlc.runtime.profile import Profiler
+
+    sites = sites_of(module)
+    if sites is None:  # llvm-dialect input: nothing was instrumented
+        raise CompileError("profile=True needs graph- or loop-level input (llvm-dialect IR is not instrumented)")
+    return Profiler(jit.address(BEGIN), jit.address(END), sites)
 
 
 def _compile_cuda(source, entry: str | None, example_args=None):

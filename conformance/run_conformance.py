@@ -207,9 +207,17 @@ def _payload(case, executor: str, timeout: int):
 
 
 def run_all(cases, executor: str, jobs: int, timeout: int, verbose: bool) -> dict[str, tuple[str, str]]:
-    """Run every case in a pool of worker processes. A worker stuck past the
+    """Run every case in a pool of worker processes, with a progress bar on a terminal
+    (none when stderr is piped). A worker stuck past the
     hard deadline (inside native code, where SIGALRM cannot interrupt it) is
     killed with its pool, and the cases not finished yet go to a fresh pool."""
+    from dlc.tools.progress import task_progress
+
+    with task_progress(len(cases), "conformance") as advance:
+        return _run_all(cases, executor, jobs, timeout, verbose, advance)
+
+
+def _run_all(cases, executor, jobs, timeout, verbose, advance) -> dict[str, tuple[str, str]]:
     results: dict[str, tuple[str, str]] = {}
     ctx = mp.get_context("fork")
     todo = list(cases)
@@ -223,22 +231,23 @@ def run_all(cases, executor: str, jobs: int, timeout: int, verbose: bool) -> dic
                     _, status, message = handle.get(timeout=timeout + HARD_GRACE_S)
                 except mp.TimeoutError:
                     status, message = "timeout", f"worker stuck past {timeout + HARD_GRACE_S}s (killed)"
-                    _record(results, case.name, status, message, verbose)
+                    _record(results, case.name, status, message, verbose, advance)
                     rest = pending[i + 1:]
                     for other, h in rest:  # keep what already finished
                         if h.ready():
-                            _record(results, other.name, *h.get()[1:], verbose)
+                            _record(results, other.name, *h.get()[1:], verbose, advance)
                     todo = [other for other, h in rest if other.name not in results]
                     break
-                _record(results, case.name, status, message, verbose)
+                _record(results, case.name, status, message, verbose, advance)
         finally:
             pool.terminate()
             pool.join()
     return results
 
 
-def _record(results, name, status, message, verbose) -> None:
+def _record(results, name, status, message, verbose, advance=lambda label: None) -> None:
     results[name] = (status, message)
+    advance(name)
     if verbose and status != "pass":
         print(f"{status:8} {name}: {message}", flush=True)
 

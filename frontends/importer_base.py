@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, ModuleOp, NameLoc, NoneAttr, StringAttr
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
@@ -52,12 +52,22 @@ class ImporterBase:
         return self.error_class(f"{where}: {message}" if where else message)
 
     # -- building ops ----------------------------------------------------------------
+    def node_name(self) -> str | None:
+        """The name of the source-model node being converted (None outside any node)."""
+        return None
+
     def make(self, op_class: type[GraphOp], *operands: SSAValue, **attrs: Any) -> GraphOp:
-        """``op_class.make`` (types inferred); a verifier error is located at the node."""
+        """``op_class.make`` (types inferred); a verifier error is located at the node. The
+        op's location is the node's name (``NameLoc``): it travels to the op's kernel call,
+        where the profile (lowering/to_llvm/profile.py) names it."""
         try:
-            return op_class.make(*operands, **attrs)
+            op = op_class.make(*operands, **attrs)
         except VerifyException as err:
             raise self.error(str(err)) from None
+        name = self.node_name()
+        if name:
+            op.location = NameLoc(StringAttr(name), NoneAttr())
+        return op
 
     def emit_multi(self, op_class: type[GraphOp], *operands: SSAValue, **attrs: Any) -> list[SSAValue]:
         op = self.make(op_class, *operands, **attrs)

@@ -73,7 +73,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith, func, memref, scf
-from xdsl.dialects.builtin import IndexType, IntegerAttr, TensorType, UnitAttr, i1, i64
+from xdsl.dialects.builtin import FusedLoc, IndexType, IntegerAttr, NoneAttr, TensorType, UnitAttr, i1, i64
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.traits import ConstantLike
 
@@ -289,7 +289,9 @@ class _BlockEmitter:
                     names = "_".join(member.name.split(".", 1)[1] for member in group)
                     symbol = ctx.kernel_for(group, f"{self.prefix}_{i}_{names}")
                     inputs = list(group[0].operands) + group_extras(group)
-                    self.emit(func.CallOp(symbol, [buffer[v] for v in inputs] + [buffer[res]], []))
+                    call = self.emit(func.CallOp(symbol, [buffer[v] for v in inputs] + [buffer[res]], []))
+                    # the call is located at its ops (source node names: the profile's table)
+                    call.location = FusedLoc([member.location for member in group], NoneAttr())
             else:
                 for res in op.results:
                     buffer[res] = destination(res) or slots[memory.buffer_of[res]]
@@ -299,7 +301,7 @@ class _BlockEmitter:
                     _CONTROL_FLOW[type(op)](self, op, operands, results, f"{self.prefix}_{i}")
                 else:
                     symbol = ctx.kernel_for(op, f"{self.prefix}_{i}_{op.name.split('.', 1)[1]}")
-                    self.emit(func.CallOp(symbol, operands + results, []))
+                    self.emit(func.CallOp(symbol, operands + results, [])).location = op.location
             for b in memory.deallocs_after(i):
                 self.release(slots[b])
 

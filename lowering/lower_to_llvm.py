@@ -42,6 +42,10 @@ and loops/ifs must become blocks anyway:
   heap allocation that returned null (its size goes to the exported
   ``@dlc_alloc_failure_bytes``); callers pass a failure up at once
   (runtime/native.py documents the ABI, ``_status_functions`` picks them).
+* ``profile=true`` (``dlc.compile(profile=True)``): every kernel call of a host function,
+  and the host function itself, is bracketed by ``clock_gettime`` timestamps recorded into
+  a caller-given buffer; the module gets the record table ``dlc.profile_sites``
+  (lowering/to_llvm/profile.py). Without it the output is unchanged.
 * ``tloop.weight "w"`` becomes an external global ``@__dlc_weight_<i>`` tagged
   ``dlc.weight_name = "w"``; the JIT binds it to the weights-store array, an
   exported library embeds the bytes, and the LLVM IR text of
@@ -55,6 +59,8 @@ workspaces), ``control_flow.py`` (loops, parallel outlining, scf, calls).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func, llvm
@@ -223,7 +229,8 @@ def _status_functions(funcs: list[func.FuncOp]) -> set[str]:
     return status
 
 
-def lower_module(module: ModuleOp) -> None:
+def lower_module(module: ModuleOp, profile: bool = False) -> None:
+    """``profile``: time every kernel call (lowering/to_llvm/profile.py)."""
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
     others = [op for op in module.ops if not isinstance(op, (func.FuncOp, llvm.FuncOp, llvm.GlobalOp))]
     if others:
@@ -247,6 +254,11 @@ def lower_module(module: ModuleOp) -> None:
     if not any(op.sym_name.data == ALLOC_FAILURE_GLOBAL for op in module.ops if isinstance(op, llvm.GlobalOp)):
         state.new_ops.extend(_alloc_failure_support())
     aliased = _kernels_called_with_aliases(funcs)
+    if profile:
+        from dlc.lowering.to_llvm import profile as prof
+
+        prof.attach_sites(module, prof.instrument(funcs))
+        state.new_ops.extend(prof.support_ops(state))
     lowered = [(fn, _lower_function(state, fn, fn.sym_name.data in aliased)) for fn in funcs]
     defined = {fn.sym_name.data for fn in funcs}
     for fn, new in lowered:
@@ -262,11 +274,15 @@ def lower_module(module: ModuleOp) -> None:
         module.body.block.add_op(op)
 
 
+@dataclass(frozen=True)
 class LowerToLLVMPass(ModulePass):
     """Lower loop-level IR (tloop kernels + host functions) to the llvm dialect."""
 
     name = "lower-to-llvm"
+    # timestamps around every kernel call into a caller-given buffer, and the record
+    # table as the module's dlc.profile_sites (lowering/to_llvm/profile.py)
+    profile: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_module(op)
+        lower_module(op, self.profile)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import FileLineColLoc, ModuleOp, TensorType
+from xdsl.dialects.builtin import FileLineColLoc, IntegerAttr, ModuleOp, TensorType, i64
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.traits import ConstantLike
@@ -94,8 +94,9 @@ def _check_block(block) -> None:
 class KernelCache:
     """Generates kernels, sharing one kernel between identical ops."""
 
-    def __init__(self, options: KernelOptions = KernelOptions()) -> None:
+    def __init__(self, options: KernelOptions = KernelOptions(), profile: bool = False) -> None:
         self.options = options
+        self.profile = profile  # stamp each kernel with its ops' cost (lowering/cost.py)
         self.kernels: list[func.FuncOp] = []
         self._by_key: dict[tuple, str] = {}
         self._names: set[str] = set()
@@ -113,7 +114,7 @@ class KernelCache:
         return name
 
     def _cached(self, key: tuple, name: str, build, culprit: Operation | None = None,
-                what: str = "") -> str:
+                what: str = "", ops: list[Operation] | None = None) -> str:
         """The symbol of the kernel cached under ``key``; the first time, ``build(symbol)``
         generates it under a fresh symbol from ``name``. With ``culprit``, a generator bug
         (any error but a LoweringError) is reported on that op as "cannot lower <what>"."""
@@ -129,6 +130,8 @@ class KernelCache:
                     raise
                 raise LoweringError(culprit, f"cannot lower {what}: {err}") from err
             self._by_key[key] = symbol
+            if self.profile and ops:
+                stamp_cost(self.kernels[-1], ops)
         return symbol
 
     def kernel_for(self, op: GraphOp | list[GraphOp], name: str) -> str:
@@ -141,7 +144,7 @@ class KernelCache:
             tuple(r.type for r in op.results),
         )
         return self._cached(key, name, lambda symbol: generate(op, symbol, self.options),
-                            op, f"'{op.name}'")
+                            op, f"'{op.name}'", [op])
 
     def _fused_kernel_for(self, group: list[GraphOp], name: str) -> str:
         from dlc.lowering.fused import check_group, fused_kernel, group_key
@@ -150,7 +153,7 @@ class KernelCache:
         if key not in self._by_key and (problem := check_group(group)) is not None:
             raise LoweringError(group[-1], f"fused group: {problem}")
         return self._cached(key, name, lambda symbol: fused_kernel(group, symbol, self.options),
-                            group[-1], "the fused group")
+                            group[-1], "the fused group", group)
 
     def helper_kernel_for(self, kind: str, t: TensorType, axis: int, name: str) -> str:
         """Row read/write and zero-fill kernels of host-level loops
@@ -177,11 +180,24 @@ def is_graph_function(op: Operation) -> bool:
     )
 
 
-def lower_module(module: ModuleOp, reuse_buffers: bool = True, flat_conv: bool = False) -> None:
+def stamp_cost(kernel: func.FuncOp, ops: list[Operation]) -> None:
+    """``tloop.flops`` (where counted) and ``tloop.bytes`` of the ops ``kernel`` computes,
+    for the profile (lowering/cost.py)."""
+    from dlc.lowering.cost import group_cost
+
+    cost = group_cost(ops)
+    if cost.flops is not None:
+        kernel.attributes["tloop.flops"] = IntegerAttr(cost.flops, i64)
+    kernel.attributes["tloop.bytes"] = IntegerAttr(cost.bytes, i64)
+
+
+def lower_module(module: ModuleOp, reuse_buffers: bool = True, flat_conv: bool = False,
+                 profile: bool = False) -> None:
     """Replace every graph function of ``module`` by kernels + a host function.
-    ``flat_conv``: the CPU kernel forms (kernels/forms.py: KernelOptions)."""
+    ``flat_conv``: the CPU kernel forms (kernels/forms.py: KernelOptions); ``profile``:
+    kernels carry their ops' cost (:func:`stamp_cost`)."""
     store = store_of(module)
-    cache = KernelCache(KernelOptions(flat_conv=flat_conv))
+    cache = KernelCache(KernelOptions(flat_conv=flat_conv), profile)
     graph_fns = [op for op in module.ops if is_graph_function(op)]
     for fn in graph_fns:
         check_lowerable(fn)
@@ -216,6 +232,9 @@ class LowerToLoopsPass(ModulePass):
     # the CPU kernel forms: the flat conv2d of kernels/conv.py (and its grouped / depthwise
     # forms) and the row-vectorized pools; dlc.compile turns it on, the GPU lowering not
     flat_conv: bool = False
+    # each kernel stamped with its graph ops' FLOPs and bytes (tloop.flops, tloop.bytes),
+    # which lower-to-llvm{profile=true} puts in the profile's record table
+    profile: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_module(op, self.reuse_buffers, self.flat_conv)
+        lower_module(op, self.reuse_buffers, self.flat_conv, self.profile)

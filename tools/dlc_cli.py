@@ -3,6 +3,7 @@
     dlc compile model.onnx -o model.so [--target llvm] [--pass-timing]
     dlc run model.mlir|model.onnx|model.so [--entry NAME] [--input x.npy | --input x=x.npy ...]
             [--check] [--repeat N] [--threads N] [--seed S] [--bisect]
+            [--profile TRACE.json]
     dlc view model.onnx|model.mlir -o graph.html [--profile trace.json]
 
 ``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
@@ -10,7 +11,9 @@ is parsed here first, so syntax and verifier errors point at the source line);
 ``run`` on a .so uses the numpy+ctypes runtime ``dlc.runtime.load``. ``run``
 feeds seeded random inputs unless given ``--input``, prints each output's
 shape, dtype and a checksum and the median run time; ``--check`` compares
-with the reference evaluator (MLIR) or onnxruntime (ONNX).
+with the reference evaluator (MLIR) or onnxruntime (ONNX); ``--profile`` compiles with
+per-kernel timestamps, writes a Chrome trace and prints the kernel table. On a terminal
+compiling shows its progress on stderr (tools/progress.py); piped, nothing.
 """
 
 from __future__ import annotations
@@ -70,6 +73,8 @@ def build_arg_parser() -> ArgumentParser:
     view.add_argument("model", help="model.onnx or graph-level model.mlir")
     view.add_argument("-o", "--output", required=True, help="output page (.html)")
     view.add_argument("--profile", metavar="TRACE.json", help="a Chrome trace: kernel times as colours")
+    run.add_argument("--profile", metavar="TRACE.json",
+                     help="time every kernel (--repeat runs): write a Chrome trace, print a table")
     return ap
 
 
@@ -145,7 +150,7 @@ def load_te(path: str):
     return apply_default_schedules(import_te(path))
 
 
-def compile_model(path: str, target: str, entry: str | None, threads: int | None):
+def compile_model(path: str, target: str, entry: str | None, threads: int | None, profile: bool = False):
     kind = _kind(path)
     if kind == "so":
         raise DiagnosticError(f"'{path}' is already compiled")
@@ -153,8 +158,14 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
         raise DiagnosticError(f"cannot open '{path}': no such file")
     source = parse_mlir(path) if kind == "mlir" else load_te(path) if kind == "te" else path
     driver = _driver()
-    return _guard(f"compiling '{path}'", driver.compile, source, target=target, entry=entry,
-                  num_threads=threads)
+    from dlc.tools.progress import compile_progress
+
+    extra = {"profile": True} if profile else {}
+    with compile_progress() as progress:  # None (no output) when stderr is not a terminal
+        if progress is not None:
+            extra["progress"] = progress
+        return _guard(f"compiling '{path}'", driver.compile, source, target=target, entry=entry,
+                      num_threads=threads, **extra)
 
 
 # ---------------------------------------------------------------------------
@@ -326,7 +337,11 @@ def cmd_run(args) -> int:
         raise DiagnosticError("--repeat needs a number >= 1")
     for path in args.output:
         check_writable(path)  # --output DIR, --output /missing/x.npy: fail before the run
+    if args.profile and args.target.split(" ", 1)[0] != "llvm":
+        raise DiagnosticError(f"--profile needs an llvm target, not '{args.target}'")
     if kind == "so":
+        if args.profile:
+            raise DiagnosticError("--profile needs the .onnx/.mlir model (a .so is not instrumented)")
         if args.check:
             raise DiagnosticError("--check needs the .mlir or .onnx model (a .so has no reference)")
         from dlc.runtime import load
@@ -339,7 +354,7 @@ def cmd_run(args) -> int:
         point = module.entries[entry]
         call, in_specs, out_specs = point, list(point.inputs), list(point.outputs)
     else:
-        compiled = compile_model(args.model, args.target, args.entry, args.threads)
+        compiled = compile_model(args.model, args.target, args.entry, args.threads, bool(args.profile))
         call, in_specs = compiled, list(compiled.input_specs)
         out_specs = list(compiled.output_specs)
 
@@ -358,6 +373,14 @@ def cmd_run(args) -> int:
         name = out_specs[i][0] if i < len(out_specs) else f"#{i}"
         print(describe_output(i, name, np.asarray(array)))
     print(f"median run time: {statistics.median(times) * 1e3:.3f} ms over {args.repeat} runs")
+    if args.profile:
+        profile = _guard("profiling", compiled.profile, *inputs, repeat=args.repeat, entry=args.entry)
+        try:
+            profile.save(args.profile)
+        except OSError as err:
+            raise DiagnosticError(f"cannot write '{args.profile}': {err.strerror or err}") from None
+        print(profile.table())
+        print(f"profile: {args.profile}")
     if args.check:
         expected = reference_outputs(args.model, kind, args.entry, inputs)
         if not compare([np.asarray(o) for o in outputs], expected, args.rtol, args.atol):

@@ -144,6 +144,7 @@ class _FunctionRewrite:
         if key not in self.pad_cache:
             pt, pl, pb, pr = pads
             pad = g.PadOp.make(x, pads=[0, 0, pt, pl, 0, 0, 0, pb, pr, 0])
+            pad.location = before.location  # the conv's source node (the profile names it)
             self.pad_cache[key] = self._insert(pad, before)
         return self.pad_cache[key]
 
@@ -228,6 +229,7 @@ class _FunctionRewrite:
 
     def _replace(self, op: Operation, new: Operation) -> None:
         Rewriter.insert_op(new, InsertPoint.before(op))
+        new.location = op.location  # the source node's name (the profile names it)
         for key in ("dlc.origin",):
             if key in op.attributes:
                 new.attributes[key] = op.attributes[key]

@@ -110,6 +110,7 @@ def raise_softmax(fn: func.FuncOp) -> int:
             continue
         fn.body.block.insert_op_before(new, last)
         new.results[0].name_hint = last.results[0].name_hint
+        new.location = last.location  # the source node (legalize located the expansion at it)
         last.results[0].replace_all_uses_with(new.results[0])
         for op in dead:
             op.detach()

@@ -157,6 +157,9 @@ class ImportContext(ImporterBase):
     def where(self) -> str:
         return self.node.where if self.node else ""
 
+    def node_name(self) -> str | None:
+        return self.node.label if self.node is not None else None
+
     # -- values ----------------------------------------------------------------------
     def value(self, t: Tensor) -> SSAValue:
         """The SSA value of ``t``, materializing a known value on first use."""

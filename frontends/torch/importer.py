@@ -111,6 +111,9 @@ class ImportContext(ImporterBase):
     def where(self) -> str:
         return f"{source_location(self.node)}: {op_name(self.node.target)}" if self.node is not None else ""
 
+    def node_name(self) -> str | None:
+        return self.node.name if self.node is not None else None
+
     def constant(self, array, name: str = "const") -> SSAValue:
         """A compile-time tensor: inline when small, else in the weights store."""
         return self.materialize(array, name)

@@ -13,6 +13,10 @@ schedule from the one registry ``defaults_forms.FORM_SCHEDULES``; the target
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 
@@ -22,7 +26,20 @@ from dlc.lowering.schedule.defaults_forms import apply_form_schedule
 from dlc.lowering.schedule.defaults_nchwc import mark_block_vectors
 from dlc.target import Target, as_target
 
-__all__ = ["MIN_PARALLEL_ITERATIONS", "apply_default_schedules"]
+__all__ = ["MIN_PARALLEL_ITERATIONS", "apply_default_schedules", "report_kernels"]
+
+# ``(i, n)`` before the i-th of n kernels is scheduled (a progress display: dlc.compile)
+_ON_KERNEL: ContextVar[Callable[[int, int], None] | None] = ContextVar("dlc_schedule_progress", default=None)
+
+
+@contextmanager
+def report_kernels(callback: Callable[[int, int], None]) -> Iterator[None]:
+    """Inside this block, :func:`apply_default_schedules` calls ``callback(i, n)`` per kernel."""
+    token = _ON_KERNEL.set(callback)
+    try:
+        yield
+    finally:
+        _ON_KERNEL.reset(token)
 
 
 def apply_default_schedules(
@@ -34,9 +51,11 @@ def apply_default_schedules(
     target = as_target(target)
     if target.kind != "llvm":
         return module  # GPU schedules are the GPU lowering's business
-    for kernel in module.ops:
-        if not isinstance(kernel, func.FuncOp) or KERNEL_ATTR not in kernel.attributes:
-            continue
+    kernels = [k for k in module.ops if isinstance(k, func.FuncOp) and KERNEL_ATTR in k.attributes]
+    on_kernel = _ON_KERNEL.get()
+    for i, kernel in enumerate(kernels):
+        if on_kernel is not None:
+            on_kernel(i, len(kernels))
         apply_form_schedule(kernel, target)  # matmul, conv2d forms, NCHWc conv / pools
         # everything else, and nests a dense schedule left alone (fused epilogues)
         schedule_generic(kernel, min_parallel_iterations)
