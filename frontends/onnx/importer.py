@@ -158,7 +158,9 @@ class ImportContext(ImporterBase):
         return self.node.where if self.node else ""
 
     def node_name(self) -> str | None:
-        return self.node.label if self.node is not None else None
+        if self.node is None:
+            return None
+        return self.node.name or self.node.where  # an unnamed node: "node #3 (Relu)"
 
     # -- values ----------------------------------------------------------------------
     def value(self, t: Tensor) -> SSAValue:

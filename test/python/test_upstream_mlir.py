@@ -80,4 +80,4 @@ def test_mlir_translate_accepts_the_llvm_dialect(stages, form):
     if form == "generic":  # (overflow flags spelled #llvm.overflow<none>, as upstream does)
         assert "overflowFlags = #llvm.overflow<none>" in text
     llvm_ir = _run([MLIR_TRANSLATE, "--mlir-to-llvmir"], text, f"llvm ({form})")
-    assert "define void @main(" in llvm_ir and "@dlc_set_num_threads" in llvm_ir
+    assert "define i32 @main(" in llvm_ir and "@dlc_set_num_threads" in llvm_ir
