@@ -9,7 +9,9 @@ is parsed here first, so syntax and verifier errors point at the source line);
 ``run`` on a .so uses the numpy+ctypes runtime ``dlc.runtime.load``. ``run``
 feeds seeded random inputs unless given ``--input``, prints each output's
 shape, dtype and a checksum and the median run time; ``--check`` compares
-with the reference evaluator (MLIR) or onnxruntime (ONNX).
+with the reference evaluator (graph-level MLIR), the loop-IR interpreter
+``dlc.lowering.interp`` (loop-level MLIR, e.g. ``dlc-opt -p lower-to-loops``
+output), torch (.pt2) or onnxruntime (ONNX).
 """
 
 from __future__ import annotations
@@ -100,6 +102,9 @@ def _guard(what: str, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except DiagnosticError:
         raise
+    except RecursionError:  # a backstop: parse_module's MAX_NESTING check comes first
+        raise DiagnosticError(f"{what}: nesting too deep (more than the "
+                              f"{sys.getrecursionlimit()}-frame recursion limit allows)") from None
     except Exception as err:
         if isinstance(err, _user_errors()):
             first = (str(err).strip().split("\n") or [""])[0]
@@ -237,9 +242,17 @@ def reference_outputs(path: str, kind: str, entry: str | None, inputs: list[np.n
         with open(path) as f:
             return reference(f.read(), *inputs)
     if kind == "mlir":
+        module = parse_mlir(path)
+        level = ir_level(module)
+        if level == "loop":  # lower-to-loops output: host functions take their outputs as arguments
+            from dlc.lowering.interp import run as run_loops
+
+            return _guard("reference (loop-IR interpreter)", run_loops, module, inputs, entry)
+        if level == "llvm":
+            raise DiagnosticError(f"--check needs graph- or loop-level IR; '{path}' is llvm-dialect IR, "
+                                  "which no reference runs (check the IR before lower-to-llvm)")
         from dlc.evaluator import evaluate
 
-        module = parse_mlir(path)
         return _guard("reference evaluator", evaluate, module, inputs, entry)
     if kind == "pt2":  # torch itself runs the exported program
         return _guard("torch reference", _run_pt2, path, inputs)
@@ -259,6 +272,18 @@ def reference_outputs(path: str, kind: str, entry: str | None, inputs: list[np.n
         return [np.asarray(o) for o in session.run(None, feeds)]
     except Exception as err:
         raise DiagnosticError(f"onnxruntime: {str(err).strip().splitlines()[0]}") from None
+
+
+def ir_level(module) -> str:
+    """"graph", "loop" (tloop.host functions: lower-to-loops output) or "llvm"."""
+    from xdsl.dialects import func
+
+    ops = list(module.ops)
+    if any(isinstance(op, func.FuncOp) and "tloop.host" in op.attributes for op in ops):
+        return "loop"
+    if ops and all(op.name.startswith("llvm.") for op in ops):
+        return "llvm"
+    return "graph"
 
 
 def _run_pt2(path: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -295,10 +320,22 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, 
     return ok
 
 
+def check_run_args(args) -> None:
+    """Option values that parse but mean nothing: one line naming the option."""
+    import math
+
+    if args.repeat < 1:
+        raise DiagnosticError(f"--repeat needs a number >= 1, got {args.repeat}")
+    if args.seed < 0:
+        raise DiagnosticError(f"--seed needs a number >= 0, got {args.seed}")
+    for flag, value in (("--rtol", args.rtol), ("--atol", args.atol)):
+        if not (math.isfinite(value) and value >= 0):
+            raise DiagnosticError(f"{flag} needs a finite number >= 0, got {value}")
+
+
 def cmd_run(args) -> int:
     kind = _kind(args.model)
-    if args.repeat < 1:
-        raise DiagnosticError("--repeat needs a number >= 1")
+    check_run_args(args)
     if kind == "so":
         if args.check:
             raise DiagnosticError("--check needs the .mlir or .onnx model (a .so has no reference)")
