@@ -10,9 +10,14 @@ Layers (see docs/architecture.md):
 
 
 def __getattr__(name: str):
-    # `dlc.compile` without importing xDSL/llvmlite on `import dlc` (the runtime must stay light)
+    # `dlc.compile` and `dlc.te` without importing xDSL/llvmlite on `import dlc`
+    # (the runtime must stay light): loaded on first use.
     if name == "compile":
         from dlc.driver import compile
 
         return compile
+    if name == "te":
+        import importlib
+
+        return importlib.import_module("dlc.te")
     raise AttributeError(f"module 'dlc' has no attribute {name!r}")

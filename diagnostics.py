@@ -33,7 +33,8 @@ import re
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -469,6 +470,25 @@ def call_with_deep_stack(fn: Callable, *args, **kwargs):
     if "error" in result:
         raise result["error"]  # type: ignore[misc]
     return result.get("value")
+
+
+@contextmanager
+def recursion_headroom(frames: int) -> Iterator[None]:
+    """At least ``frames`` more Python frames allowed inside the block (the
+    limit is restored after): for a recursive walk over input whose depth a
+    check has already bounded (the TE's expression depth), called from any
+    thread. Stays well within the main thread's 8 MB stack for a few thousand."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    old = sys.getrecursionlimit()
+    if depth + frames > old:
+        sys.setrecursionlimit(depth + frames)
+    try:
+        yield
+    finally:
+        if depth + frames > old:
+            sys.setrecursionlimit(old)
 
 
 def run_tool(tool: str, main: Callable[[list[str]], int], argv: list[str] | None = None) -> int:

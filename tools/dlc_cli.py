@@ -239,8 +239,7 @@ def reference_outputs(path: str, kind: str, entry: str | None, inputs: list[np.n
         from dlc.frontends.te import import_te, reference
 
         import_te(path)  # located diagnostics first
-        with open(path) as f:
-            return reference(f.read(), *inputs)
+        return _guard("reference (TE interpreter)", reference, read_text(path)[0], *inputs)
     if kind == "mlir":
         module = parse_mlir(path)
         level = ir_level(module)

@@ -15,6 +15,13 @@ import lark
 from xdsl.utils.exceptions import DiagnosticException
 
 
+# Expression nesting allowed (a 10,000-term sum is 10,000 levels): the syntax
+# tree, analysis, lowering and interpreter recurse about 2 frames a level, and
+# the public entry points (frontends/te/__init__.py) allow that many frames.
+MAX_DEPTH = 1000
+RECURSION_FRAMES = 4 * MAX_DEPTH + 500
+
+
 class TEError(DiagnosticException):
     """A TE program is malformed; ``str()`` is one line ``[file:]line:col: message``."""
 
@@ -311,7 +318,19 @@ def parse(text: str) -> Module:
                       err.line, err.column) from None
     except lark.UnexpectedEOF as err:
         raise TEError(f"unexpected end of input (expected {_words(err.expected)})", *_end(text)) from None
+    _check_depth(tree)
     return _Build().transform(tree)
+
+
+def _check_depth(tree: lark.Tree) -> None:
+    """A TEError at the first subtree nested more than MAX_DEPTH deep (walked
+    without recursion, before the recursive transform)."""
+    stack = [(tree, -2)]  # start -> statement -> expression: the expression's root is level 0
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise TEError(f"nesting too deep (more than {MAX_DEPTH} levels)", *_at(node))
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
 
 
 def _end(text: str) -> tuple[int, int]:
