@@ -209,9 +209,14 @@ class LocatingParser(Parser):
 
     # ... and when an op's custom syntax gives it first.
     def parse_dense_int_or_fp_elements_attr(self, type):
+        start = self._current_token.span.start
         if type is not None:
-            self._check_constant_size(type, self._current_token.span.start)
-        return super().parse_dense_int_or_fp_elements_attr(type)
+            self._check_constant_size(type, start)
+        try:
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        except (ValueError, OverflowError) as err:  # a value the element type cannot hold
+            raise ParseError(Span(start, max(start + 1, self.pos), self.lexer.input),
+                             _first_line(err)) from None
 
     def _check_constant_size(self, type_, start: int) -> None:
         count = math.prod(type_.get_shape())
@@ -254,10 +259,10 @@ class LocatingParser(Parser):
             op = super().parse_operation()
         except ParseError as err:
             raise self._better_unknown_op(err, start) from None
-        except DiagnosticException as err:
-            # a custom op parser that checks what it builds: locate its complaint
-            first = (str(err).strip().split("\n") or [""])[0]
-            raise ParseError(Span(start, max(start + 1, self.pos), self.lexer.input), first) from None
+        except (DiagnosticException, ValueError, OverflowError) as err:
+            # a custom op parser, or an attribute's constructor, that checks what
+            # it builds (an integer out of its type's range...): locate its complaint
+            raise ParseError(Span(start, max(start + 1, self.pos), self.lexer.input), _first_line(err)) from None
         if isinstance(op.location, UnknownLoc):
             op.location = FileLineColLoc(self._file_attr, IntAttr(line), IntAttr(col))
         return op
@@ -277,6 +282,10 @@ class LocatingParser(Parser):
             return ParseError(err.span, msg)
         span = type(err.span)(at, at + len(name), err.span.input)
         return ParseError(span, msg)
+
+
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().split("\n") or [""])[0] or type(err).__name__
 
 
 def _element_bytes(element) -> int:
