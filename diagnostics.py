@@ -378,6 +378,7 @@ def verify_module(module: Operation, context: str = "") -> None:
     """
     try:
         module.verify()
+        _check_dominance(module, context)
         return
     except (VerifyException, ValueError) as err:
         first_error = err
@@ -393,6 +394,53 @@ def verify_module(module: Operation, context: str = "") -> None:
     if context:
         message = f"{message} ({context})"
     raise error_at_op(op, message) from None
+
+
+def _check_dominance(module: Operation, context: str) -> None:
+    """Each operand is visible where it is used: defined in a block enclosing
+    the use and, in the same block, before it. xDSL 0.75's verifier checks
+    neither, and a pass or translation meeting `%s` used before `%s = ...`, or
+    a loop variable used outside its loop, fails with a KeyError. (Across the
+    blocks of one CFG region the order is not checked.)"""
+    positions: dict[Block, dict[Operation, int]] = {}
+    for user in module.walk():
+        for index, operand in enumerate(user.operands):
+            owner = getattr(operand, "op", None)  # an OpResult's op; a block argument has none
+            if owner is not None and isinstance(owner.parent_op(), ModuleOp):
+                continue  # module bodies are graph regions: any order
+            block = owner.parent_block() if owner is not None else getattr(operand, "block", None)
+            if block is None:
+                continue
+            anchor: Operation | None = user  # the user, or its ancestor in the defining block
+            while anchor is not None and anchor.parent_block() is not block:
+                anchor = anchor.parent_op()
+            problem = None
+            if anchor is None:
+                if not _encloses(block.parent, user):
+                    problem = "is defined in a region that does not enclose this use"
+            elif owner is not None:
+                order = positions.get(block)
+                if order is None:
+                    order = positions[block] = {o: i for i, o in enumerate(block.ops)}
+                if order[anchor] <= order[owner]:
+                    where = location_of(owner)
+                    problem = "does not dominate this use (it is defined later" + (
+                        f", at line {where[1]})" if where else ")")
+            if problem:
+                hint = f" (%{operand.name_hint})" if operand.name_hint else ""
+                raise error_at_op(user, f"'{user.name}' op operand #{index}{hint} {problem}"
+                                  + (f" ({context})" if context else ""))
+
+
+def _encloses(region, op: Operation) -> bool:
+    """Whether ``op`` is inside ``region`` (in any of its blocks)."""
+    current: Operation | None = op
+    while current is not None:
+        parent_block = current.parent_block()
+        if parent_block is not None and parent_block.parent is region:
+            return True
+        current = current.parent_op()
+    return False
 
 
 def file_of(module: Operation) -> str | None:
