@@ -177,6 +177,11 @@ def op_error(op: Operation, message: str) -> OpError:
     return OpError(op, message)
 
 
+# After a value name: it is being defined (`%a = `, `%a, %b = `, `%a: type` of a
+# block argument), not used.
+_DEFINES = re.compile(r"\s*(?:(?:,\s*%[\w$.-]+\s*)*=(?!=)|:(?!:))")
+
+
 class LocatingParser(Parser):
     """xDSL's Parser that sets a FileLineColLoc on every op it parses and names
     the op (and its column) in unknown-operation errors."""
@@ -237,7 +242,8 @@ class LocatingParser(Parser):
         use = next((
             m for m in re.finditer(re.escape(name) + r"(?![\w$.-])", self._text)
             if "//" not in self._text[self._text.rfind("\n", 0, m.start()) + 1 : m.start()]
-        ), None)  # the first use outside a comment
+            and not _DEFINES.match(self._text, m.end())
+        ), None)  # the first use outside a comment (not a definition in a region out of scope)
         if use is None:
             return err
         span = type(err.span)(use.start(), use.end(), err.span.input)

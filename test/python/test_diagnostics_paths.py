@@ -200,9 +200,9 @@ def test_invalid_utf8_mlir(tmp_path):
     # %s used before it is defined in the same block
     ("    memref.store %s, %c[%i] : memref<4xf32>\n    %s = memref.load %a[%i] : memref<4xf32>\n",
      r"'memref.store' op operand #0 \(%s\) does not dominate this use \(it is defined later, at line 4\)"),
-    # a value defined inside a loop used after it
-    ("    tloop.for %j = 0 to 2 {\n      %s = memref.load %a[%i] : memref<4xf32>\n    }\n"
-     "    memref.store %s, %c[%i] : memref<4xf32>\n",
+    # a value used before a loop that defines it inside
+    ("    memref.store %s, %c[%i] : memref<4xf32>\n"
+     "    tloop.for %j = 0 to 2 {\n      %s = memref.load %a[%i] : memref<4xf32>\n    }\n",
      r"'memref.store' op operand #0 \(%s\) is defined in a region that does not enclose this use"),
 ])
 def test_values_used_where_they_are_not_visible(tmp_path, body, message):
@@ -211,6 +211,15 @@ def test_values_used_where_they_are_not_visible(tmp_path, body, message):
     path = write(tmp_path, "d.mlir", text)
     for name, argv in (("dlc-opt", [path]), ("dlc-translate", ["--to-llvm", path])):
         assert_one_error(tool(name, *argv), re.escape(str(path)) + r":\d+:\d+: error: " + message)
+
+
+def test_value_used_after_the_loop_defining_it(tmp_path):
+    """xDSL's parser scopes it out; the error points at the use, not the definition."""
+    text = ("func.func @k(%a: memref<4xf32>, %c: memref<4xf32>) attributes {tloop.kernel} {\n"
+            "  tloop.for %i = 0 to 4 {\n    %s = memref.load %a[%i] : memref<4xf32>\n  }\n"
+            "  %z = arith.addf %s, %s : f32\n  func.return\n}\n")
+    path = write(tmp_path, "d.mlir", text)
+    assert_one_error(tool("dlc-opt", path), re.escape(str(path)) + r":5:19: error: use of undefined value '%s'$")
 
 
 def test_truncated_weights_npz(tmp_path):
