@@ -178,8 +178,8 @@ def op_error(op: Operation, message: str) -> OpError:
 
 
 # After a value name: it is being defined (`%a = `, `%a, %b = `, `%a: type` of a
-# block argument), not used.
-_DEFINES = re.compile(r"\s*(?:(?:,\s*%[\w$.-]+\s*)*=(?!=)|:(?!:))")
+# block argument, printed without a space), not used.
+_DEFINES = re.compile(r"(?:\s*(?:,\s*%[\w$.-]+\s*)*=(?!=)|:(?!:))")
 
 
 class LocatingParser(Parser):
