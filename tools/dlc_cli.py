@@ -222,10 +222,27 @@ def load_inputs(specs: list[Spec], given: list[str], seed: int) -> list[np.ndarr
                 f"--input {item}: dtype {array.dtype} does not match input '{names[index]}' {np.dtype(dtype)}")
         chosen[index] = array
     rng = np.random.default_rng(seed)
-    return [chosen[i] if i in chosen else random_input(spec, rng) for i, spec in enumerate(specs)]
+    inputs = []
+    for i, spec in enumerate(specs):
+        if i in chosen:
+            inputs.append(chosen[i])
+            continue
+        try:
+            inputs.append(random_input(spec, rng))
+        except (MemoryError, ValueError):  # numpy: MemoryError, or "array is too big" past 2**63 bytes
+            name, shape, dtype = spec
+            size = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+            raise DiagnosticError(f"input '{name}' {'x'.join(map(str, shape))}x{np.dtype(dtype)} "
+                                  f"({size / 2**30:.3g} GiB): not enough memory for a random input") from None
+    return inputs
 
 
 def describe_output(index: int, name: str, array: np.ndarray) -> str:
+    with np.errstate(all="ignore"):  # inf + -inf: a nan sum, not a warning
+        return _describe_output(index, name, array)
+
+
+def _describe_output(index: int, name: str, array: np.ndarray) -> str:
     flat = array.reshape(-1)
     first = ", ".join(f"{v:.6g}" if array.dtype.kind == "f" else str(v) for v in flat[:4])
     more = ", ..." if flat.size > 4 else ""
@@ -305,12 +322,14 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, 
             ok = False
             continue
         g, w = got.astype(np.float64), want.astype(np.float64)
-        abs_err = np.abs(g - w)
-        max_abs = float(abs_err.max()) if abs_err.size else 0.0
-        rel = abs_err / np.maximum(np.abs(w), 1e-30)
+        same = (g == w) | (np.isnan(g) & np.isnan(w))  # equal infinities and nans agree
+        with np.errstate(all="ignore"):  # inf - inf
+            abs_err = np.where(same, 0.0, np.abs(g - w))
+            rel = abs_err / np.maximum(np.abs(w), 1e-30)
+        max_abs = float(abs_err.max()) if abs_err.size else 0.0  # nan: a nan against a number
         max_rel = float(rel.max()) if rel.size else 0.0
         if got.dtype.kind == "f":
-            good = bool(np.all((abs_err <= atol + rtol * np.abs(w)) | (np.isnan(g) & np.isnan(w))))
+            good = bool(np.all(same | (abs_err <= atol + rtol * np.abs(w))))
         else:
             good = bool(np.array_equal(g, w))
         print(f"check: output {i}: max abs err {max_abs:.3g}, max rel err {max_rel:.3g}: "

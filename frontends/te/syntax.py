@@ -163,6 +163,18 @@ def _parser() -> lark.Lark:
                      postlex=_JoinLinesInBrackets())
 
 
+def _int(token) -> int:
+    """An integer literal; sizes, bounds and constants are 64-bit in the loop IR."""
+    value = int(token)
+    if value >= 2**63:
+        raise TEError(f"integer {_clip_digits(str(token))} does not fit in 64 bits", *_pos(token))
+    return value
+
+
+def _clip_digits(text: str) -> str:
+    return text if len(text) <= 30 else f"{text[:12]}...{text[-6:]} ({len(text)} digits)"
+
+
 def _pos(meta_or_token) -> tuple[int, int]:
     return meta_or_token.line, meta_or_token.column
 
@@ -177,7 +189,7 @@ class _Build(lark.Transformer):
     # expressions
     def int_lit(self, items):
         tok = items[0]
-        return IntLit(*_pos(tok), int(tok))
+        return IntLit(*_pos(tok), _int(tok))
 
     def float_lit(self, items):
         tok = items[0]
@@ -212,10 +224,10 @@ class _Build(lark.Transformer):
         return Binary(op.line, op.column, str(op), lhs, rhs)
 
     def signed_int(self, items):
-        return int(items[0])
+        return _int(items[0])
 
     def neg_int(self, items):
-        return -int(items[0])
+        return -_int(items[0])
 
     @lark.v_args(meta=True)
     def axis_range(self, meta, items):
@@ -229,7 +241,7 @@ class _Build(lark.Transformer):
 
     # statements
     def shape(self, items):
-        return [int(t) for t in items if t is not None]
+        return [_int(t) for t in items if t is not None]
 
     def input_decl(self, items):
         tok, dtype, shape = items
@@ -319,7 +331,12 @@ def parse(text: str) -> Module:
     except lark.UnexpectedEOF as err:
         raise TEError(f"unexpected end of input (expected {_words(err.expected)})", *_end(text)) from None
     _check_depth(tree)
-    return _Build().transform(tree)
+    try:
+        return _Build().transform(tree)
+    except lark.exceptions.VisitError as err:  # lark wraps what a rule raises
+        if isinstance(err.orig_exc, TEError):
+            raise err.orig_exc from None
+        raise
 
 
 def _check_depth(tree: lark.Tree) -> None:

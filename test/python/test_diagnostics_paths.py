@@ -286,6 +286,34 @@ def test_te_file_unreadable(tmp_path, content):
     assert_one_error(tool("dlc", "run", path), pattern)
 
 
+def test_te_integer_too_large(tmp_path):
+    path = write(tmp_path, "k.te", "input A: i32[10000000000000000000000]\nB[i] = A[i] * 2\n")
+    assert_one_error(tool("dlc-translate", "--from-te", path),
+                     re.escape(str(path)) + r":1:14: error: integer 10000000000000000000000 does not fit in 64 bits$")
+
+
+def test_te_read_of_an_empty_tensor(tmp_path):
+    # a select-guarded read is clamped into the tensor: with no elements it has no inside
+    path = write(tmp_path, "k.te", "input X: f32[0]\noutput Y: f32[4]\nY[i] = select(i < 0, X[i], 0.0)\n")
+    assert_one_error(tool("dlc", "run", path),
+                     re.escape(str(path)) + r":3:22: error: 'X' \(f32\[0\]\) has no elements to read$")
+
+
+def test_random_input_too_big(tmp_path):
+    path = write(tmp_path, "k.te", "input A: f32[1048576, 1073741824]\nB[i, j] = A[i, j]\n")
+    assert_one_error(tool("dlc", "run", path, "--repeat", "1"),
+                     r"dlc: error: input 'A' 1048576x1073741824xfloat32 \(4\.19e\+06 GiB\): "
+                     "not enough memory for a random input$")
+
+
+def test_check_compares_infinities_and_nans():
+    from dlc.tools.dlc_cli import compare
+
+    inf = np.array([np.inf, -np.inf, np.nan, 1.0], np.float32)
+    assert compare([inf], [inf.copy()], 1e-4, 1e-5)
+    assert not compare([inf], [np.array([np.inf, -np.inf, 1.0, 1.0])], 1e-4, 1e-5)
+
+
 def test_dlc_te_is_an_attribute_of_dlc():
     """The README's `import dlc; dlc.te.compile(...)` (te.py's example, verbatim but for `import dlc`)."""
     code = """
