@@ -10,7 +10,8 @@ Layers (see docs/architecture.md):
 
 
 def __getattr__(name: str):
-    # `dlc.compile` without importing xDSL/llvmlite on `import dlc` (the runtime must stay light)
+    # `dlc.compile` and `dlc.te` without importing xDSL/llvmlite on `import dlc`
+    # (the runtime must stay light): loaded on first use.
     if name == "compile":
         from dlc.driver import compile
 

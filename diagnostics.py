@@ -14,7 +14,12 @@ dlc-translate, dlc and the passes raise and print through it). What lives here:
 * :func:`op_error` -- what a pass raises to fail at an op;
 * :func:`describe_op` -- an op named as a reader finds it in printed IR;
 * :func:`run_tool` -- the ``main`` wrapper: prints diagnostics, turns any other
-  exception into one ``internal error`` line (``DLC_TRACEBACK=1`` shows it).
+  exception into one ``internal error`` line (``DLC_TRACEBACK=1`` shows it);
+  it runs the tool on a thread with a deep stack (:data:`TOOL_RECURSION_LIMIT`);
+* the limits every tool enforces, each a located error: :data:`MAX_NESTING`
+  (bracket levels in IR text), :data:`MAX_CONSTANT_BYTES` (a dense literal the
+  parser would materialize), and the excerpt of a long source line is cut to
+  :data:`EXCERPT_CHARS` either side of the column.
 
 Why not xDSL's ``xDSLOptMain``/``Diagnostic``: they print a Python traceback and
 the whole module in generic form, and do not say where a verifier failure is.
@@ -22,22 +27,54 @@ the whole module in generic form, and do not say where a verifier failure is.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
+import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects import llvm
-from xdsl.dialects.builtin import FileLineColLoc, IntAttr, IntegerAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.dialects.builtin import (
+    ContainerType,
+    FileLineColLoc,
+    IntAttr,
+    IntegerAttr,
+    ModuleOp,
+    ShapedType,
+    StringAttr,
+    UnknownLoc,
+)
 from xdsl.ir import Block, Operation
 from xdsl.utils.lexer import Span
 from xdsl.traits import NoTerminator
 from xdsl.utils.exceptions import ArgSpecParseError, DiagnosticException, ParseError, VerifyException
 
 from dlc.weights import ResourceParser, WeightResourceError
+# ---------------------------------------------------------------------------
+# limits (each reported as a located error, never a crash)
+# ---------------------------------------------------------------------------
+
+# Bracket nesting ({ ( [ <) allowed in IR text: 5,000 nested modules or tuple
+# types would exhaust Python's stack in xDSL's recursive parser, verifier and
+# printer. 1,000 is far beyond any real model and parses, verifies, prints and
+# runs passes within TOOL_RECURSION_LIMIT (about 7 frames a level).
+MAX_NESTING = 1000
+# run_tool runs a tool on a thread with this much stack and this recursion
+# limit (Python's default 1000 frames is ~140 nested regions in xDSL).
+TOOL_RECURSION_LIMIT = 50_000
+TOOL_STACK_BYTES = 256 << 20
+# A dense literal whose type holds more bytes than this is refused where the
+# parser would build it (a splat `dense<1.0> : tensor<10000000000xf32>` is 40 GB).
+MAX_CONSTANT_BYTES = 1 << 31
+# A diagnostic quotes at most this many characters of the source line either
+# side of the column (an error inside a 10 MB line stays one screen line).
+EXCERPT_CHARS = 80
+MAX_MESSAGE_CHARS = 1000
 
 # Text of every source the tools read, by the name used in locations, so that a
 # diagnostic can show the offending line (ops only keep file:line:col).
@@ -78,15 +115,27 @@ class DiagnosticError(Exception):
             where += f":{self.line}"
             if self.col is not None:
                 where += f":{self.col}"
-        out = f"{where}: error: {self.message}"
+        out = f"{where}: error: {_clip(self.message, MAX_MESSAGE_CHARS)}"
         text = self.text
         if text is None and self.line is not None:
             text = source_line(self.file, self.line)
         if text is not None and self.col is not None:
-            start = max(self.col - 1, 0)
-            width = max(1, min(self.caret_len, len(text) - start))
-            out += f"\n{text}\n{' ' * start}{'^' * width}"
+            out += "\n" + excerpt(text, self.col, self.caret_len)
         return out
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def excerpt(text: str, col: int, caret_len: int = 1, context: int = EXCERPT_CHARS) -> str:
+    """The source line and a caret line under column ``col`` (1-based), cut
+    to ``context`` characters either side (``...`` marks a cut)."""
+    start = max(col - 1, 0)
+    width = max(1, min(caret_len, len(text) - start, context))
+    lo, hi = max(0, start - context), min(len(text), start + width + context)
+    head, tail = ("..." if lo > 0 else ""), ("..." if hi < len(text) else "")
+    return f"{head}{text[lo:hi]}{tail}\n{' ' * (len(head) + start - lo)}{'^' * width}"
 
 
 # ---------------------------------------------------------------------------
@@ -140,6 +189,11 @@ def op_error(op: Operation, message: str) -> OpError:
     return OpError(op, message)
 
 
+# After a value name: it is being defined (`%a = `, `%a, %b = `, `%a: type` of a
+# block argument, printed without a space), not used.
+_DEFINES = re.compile(r"(?:\s*(?:,\s*%[\w$.-]+\s*)*=(?!=)|:(?!:))")
+
+
 class LocatingParser(ResourceParser):
     """xDSL's Parser that sets a FileLineColLoc on every op it parses and names
     the op (and its column) in unknown-operation errors (and reads the text's
@@ -157,6 +211,40 @@ class LocatingParser(ResourceParser):
             return super().parse_module(allow_implicit_module)
         except ParseError as err:
             raise self._better_undefined_value(err) from None
+        except RecursionError:  # nesting that check_nesting does not count (a backstop)
+            at = self._current_token.span.start
+            raise ParseError(Span(at, at + 1, self.lexer.input), "nesting too deep to parse "
+                             f"(more than the {sys.getrecursionlimit()}-frame recursion limit allows)") from None
+
+    # Dense literals are built in memory as they are parsed: refuse a huge one
+    # before xDSL repeats a splat 10^22 times (OverflowError) or 10^10 times
+    # (tens of GB). The type is checked when it follows the literal ...
+    def _parse_dense_literal_type(self):
+        start = self._current_token.span.start
+        type_ = super()._parse_dense_literal_type()
+        self._check_constant_size(type_, start)
+        return type_
+
+    # ... and when an op's custom syntax gives it first.
+    def parse_dense_int_or_fp_elements_attr(self, type):
+        start = self._current_token.span.start
+        if type is not None:
+            self._check_constant_size(type, start)
+        try:
+            return super().parse_dense_int_or_fp_elements_attr(type)
+        except (ValueError, OverflowError) as err:  # a value the element type cannot hold
+            raise ParseError(Span(start, max(start + 1, self.pos), self.lexer.input),
+                             _first_line(err)) from None
+
+    def _check_constant_size(self, type_, start: int) -> None:
+        count = math.prod(type_.get_shape())
+        size = count * _element_bytes(type_.get_element_type())
+        if size > MAX_CONSTANT_BYTES:
+            raise ParseError(
+                Span(start, max(start + 1, self.pos), self.lexer.input),
+                f"dense literal of {count} elements ({_bytes_text(size)}) is larger than "
+                f"the {_bytes_text(MAX_CONSTANT_BYTES)} limit on constants",
+            )
 
     def _better_undefined_value(self, err: ParseError) -> ParseError:
         # xDSL reports undefined values at the end of the input; point at the first use.
@@ -167,7 +255,8 @@ class LocatingParser(ResourceParser):
         use = next((
             m for m in re.finditer(re.escape(name) + r"(?![\w$.-])", self._text)
             if "//" not in self._text[self._text.rfind("\n", 0, m.start()) + 1 : m.start()]
-        ), None)  # the first use outside a comment
+            and not _DEFINES.match(self._text, m.end())
+        ), None)  # the first use outside a comment (not a definition in a region out of scope)
         if use is None:
             return err
         span = type(err.span)(use.start(), use.end(), err.span.input)
@@ -189,10 +278,10 @@ class LocatingParser(ResourceParser):
             op = super().parse_operation()
         except ParseError as err:
             raise self._better_unknown_op(err, start) from None
-        except DiagnosticException as err:
-            # a custom op parser that checks what it builds: locate its complaint
-            first = (str(err).strip().split("\n") or [""])[0]
-            raise ParseError(Span(start, max(start + 1, self.pos), self.lexer.input), first) from None
+        except (DiagnosticException, ValueError, OverflowError) as err:
+            # a custom op parser, or an attribute's constructor, that checks what
+            # it builds (an integer out of its type's range...): locate its complaint
+            raise ParseError(Span(start, max(start + 1, self.pos), self.lexer.input), _first_line(err)) from None
         if isinstance(op.location, UnknownLoc):
             op.location = FileLineColLoc(self._file_attr, IntAttr(line), IntAttr(col))
         return op
@@ -223,6 +312,35 @@ class LocatingParser(ResourceParser):
         return ParseError(span, msg)
 
 
+def _first_line(err: BaseException) -> str:
+    return (str(err).strip().split("\n") or [""])[0] or type(err).__name__
+
+
+def _element_bytes(element) -> int:
+    size = getattr(element, "compile_time_size", None)  # ints, floats, index, complex
+    return size if isinstance(size, int) and size > 0 else 8
+
+
+def _bytes_text(size: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale:
+            return f"{size / scale:.3g} {unit}"
+    return f"{size} bytes"
+
+
+# xDSL messages to reword; one is a bug of xDSL 0.75 (mlir_lexer.py's
+# _lex_prefixed_ident forgets the f-string prefix, so "{first_char}" is printed
+# as is): `%` / `^` / `#` / `!` with no name after it, e.g. `func.func @f(% : i32)`.
+_UNFILLED_SUFFIX = "Expected suffix identifier after {first_char}"
+
+
+def _reword(message: str, text: str, start: int) -> str:
+    if message == _UNFILLED_SUFFIX:
+        prefix = text[start : start + 1] or "%"
+        return f"expected a name or number after '{prefix}'"
+    return message
+
+
 def _parse_error(err: ParseError) -> DiagnosticError:
     loc = err.span.get_location()
     text = err.span.input.content
@@ -231,7 +349,7 @@ def _parse_error(err: ParseError) -> DiagnosticError:
     line_start = text.rfind("\n", 0, err.span.start) + 1
     line_end = text.find("\n", err.span.start)
     line = text[line_start : line_end if line_end >= 0 else len(text)]
-    message = err.msg.strip()
+    message = _reword(err.msg.strip(), text, err.span.start)
     if not text[err.span.start :].strip():
         message = f"unexpected end of input ({message})"
     return DiagnosticError(
@@ -243,12 +361,37 @@ def _parse_error(err: ParseError) -> DiagnosticError:
 def parse_module(ctx: Context, text: str, name: str) -> ModuleOp:
     """Parse ``text`` (registered under ``name`` for diagnostics) into a module."""
     register_source(name, text)
+    check_nesting(text, name)
     try:
         return LocatingParser(ctx, text, name).parse_module()
     except ParseError as err:
         raise _parse_error(err) from None
     except WeightResourceError as err:
         raise DiagnosticError(str(err), name) from None
+
+
+# Brackets that nest in MLIR text, with the tokens whose brackets do not count:
+# string literals (TE programs, hex constants), comments, `->`, `>=`, `<=`.
+_NESTING_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|//[^\n]*|->|>=|<=|[{(\[<]|[})\]>]')
+
+
+def check_nesting(text: str, name: str, limit: int = MAX_NESTING) -> None:
+    """A DiagnosticError at the first bracket nested more than ``limit`` deep
+    (before xDSL's recursive parser runs out of stack on it)."""
+    depth = 0
+    for match in _NESTING_TOKENS.finditer(text):
+        token = match.group()
+        if len(token) != 1:
+            continue
+        if token in "{([<":
+            depth += 1
+            if depth > limit:
+                at = match.start()
+                line = text.count("\n", 0, at) + 1
+                col = at - (text.rfind("\n", 0, at) + 1) + 1
+                raise DiagnosticError(f"nesting too deep (more than {limit} levels)", name, line, col)
+        elif depth:
+            depth -= 1
 
 
 # ---------------------------------------------------------------------------
@@ -265,9 +408,14 @@ def verify_module(module: Operation, context: str = "") -> None:
     """
     try:
         module.verify()
+        _check_dominance(module, context)
         return
     except (VerifyException, ValueError) as err:
         first_error = err
+    except RecursionError:  # nesting check_nesting did not count: no recursion in here
+        raise DiagnosticError("nesting too deep to verify (more than the "
+                              f"{sys.getrecursionlimit()}-frame recursion limit allows)"
+                              + (f" ({context})" if context else ""), file_of(module)) from None
     op, err = _find_failing_op(module) or (module, first_error)
     if isinstance(err, VerifyAtOpException):
         op = err.op
@@ -278,6 +426,61 @@ def verify_module(module: Operation, context: str = "") -> None:
     if context:
         message = f"{message} ({context})"
     raise error_at_op(op, message) from None
+
+
+def _check_dominance(module: Operation, context: str) -> None:
+    """Each operand is visible where it is used: defined in a block enclosing
+    the use and, in the same block, before it. xDSL 0.75's verifier checks
+    neither, and a pass or translation meeting `%s` used before `%s = ...`, or
+    a loop variable used outside its loop, fails with a KeyError. (Across the
+    blocks of one CFG region the order is not checked.)"""
+    positions: dict[Block, dict[Operation, int]] = {}
+    for user in module.walk():
+        for index, operand in enumerate(user.operands):
+            owner = getattr(operand, "op", None)  # an OpResult's op; a block argument has none
+            if owner is not None and isinstance(owner.parent_op(), ModuleOp):
+                continue  # module bodies are graph regions: any order
+            block = owner.parent_block() if owner is not None else getattr(operand, "block", None)
+            if block is None:
+                continue
+            anchor: Operation | None = user  # the user, or its ancestor in the defining block
+            while anchor is not None and anchor.parent_block() is not block:
+                anchor = anchor.parent_op()
+            problem = None
+            if anchor is None:
+                if not _encloses(block.parent, user):
+                    problem = "is defined in a region that does not enclose this use"
+            elif owner is not None:
+                order = positions.get(block)
+                if order is None:
+                    order = positions[block] = {o: i for i, o in enumerate(block.ops)}
+                if order[anchor] <= order[owner]:
+                    where = location_of(owner)
+                    problem = "does not dominate this use (it is defined later" + (
+                        f", at line {where[1]})" if where else ")")
+            if problem:
+                hint = f" (%{operand.name_hint})" if operand.name_hint else ""
+                raise error_at_op(user, f"'{user.name}' op operand #{index}{hint} {problem}"
+                                  + (f" ({context})" if context else ""))
+
+
+def _encloses(region, op: Operation) -> bool:
+    """Whether ``op`` is inside ``region`` (in any of its blocks)."""
+    current: Operation | None = op
+    while current is not None:
+        parent_block = current.parent_block()
+        if parent_block is not None and parent_block.parent is region:
+            return True
+        current = current.parent_op()
+    return False
+
+
+def file_of(module: Operation) -> str | None:
+    """The source file of ``module``'s ops (the first located top-level op), without recursion."""
+    for op in (module, *(module.regions[0].block.ops if module.regions and module.regions[0].blocks else ())):
+        if isinstance(op.location, FileLineColLoc):
+            return op.location.filename.data
+    return None
 
 
 def _find_failing_op(op: Operation) -> tuple[Operation, Exception] | None:
@@ -326,17 +529,73 @@ def pipeline_error(err: ArgSpecParseError, spec: str) -> DiagnosticError:
     )
 
 
+def call_with_deep_stack(fn: Callable, *args, **kwargs):
+    """``fn(*args, **kwargs)`` on a thread with TOOL_STACK_BYTES of stack and a
+    recursion limit of at least TOOL_RECURSION_LIMIT, so that xDSL's recursive
+    parser, verifier, printer and passes handle MAX_NESTING levels (the main
+    thread's 8 MB stack overflows, a segfault, long before such a limit).
+    Exceptions reach the caller; Ctrl-C interrupts the wait."""
+    result: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            result["value"] = fn(*args, **kwargs)
+        except BaseException as err:  # handed to the caller, re-raised there
+            result["error"] = err
+
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old_limit, TOOL_RECURSION_LIMIT))
+    old_size = threading.stack_size(TOOL_STACK_BYTES)
+    try:
+        worker = threading.Thread(target=work, name="dlc-tool", daemon=True)
+        worker.start()
+    finally:
+        threading.stack_size(old_size)
+    try:
+        worker.join()
+    finally:
+        if not worker.is_alive():
+            sys.setrecursionlimit(old_limit)
+    if "error" in result:
+        raise result["error"]  # type: ignore[misc]
+    return result.get("value")
+
+
+@contextmanager
+def recursion_headroom(frames: int) -> Iterator[None]:
+    """At least ``frames`` more Python frames allowed inside the block (the
+    limit is restored after): for a recursive walk over input whose depth a
+    check has already bounded (the TE's expression depth), called from any
+    thread. Stays well within the main thread's 8 MB stack for a few thousand."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    old = sys.getrecursionlimit()
+    if depth + frames > old:
+        sys.setrecursionlimit(depth + frames)
+    try:
+        yield
+    finally:
+        if depth + frames > old:
+            sys.setrecursionlimit(old)
+
+
 def run_tool(tool: str, main: Callable[[list[str]], int], argv: list[str] | None = None) -> int:
-    """Run ``main(argv)``; print diagnostics as one message and return the exit code."""
+    """Run ``main(argv)`` (on a deep stack: :func:`call_with_deep_stack`); print
+    diagnostics as one message and return the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     try:
-        return main(argv)
+        return call_with_deep_stack(main, argv)
     except DiagnosticError as err:
         print(err.format(tool), file=sys.stderr)
         return 1
     except (KeyboardInterrupt, SystemExit):
         raise
     except BrokenPipeError:
+        return 1
+    except RecursionError:  # a backstop: the inputs' limits (MAX_NESTING...) come first
+        print(f"{tool}: error: nesting too deep (more than the {TOOL_RECURSION_LIMIT}-frame "
+              "recursion limit allows)", file=sys.stderr)
         return 1
     except BaseException as err:  # a bug: one line, traceback on request
         if os.environ.get("DLC_TRACEBACK"):
@@ -356,18 +615,29 @@ def run_tool(tool: str, main: Callable[[list[str]], int], argv: list[str] | None
 def read_text(path: str | None) -> tuple[str, str]:
     """(text, name for locations) of ``path``; stdin for None or '-'."""
     if path is None or path == "-":
-        return sys.stdin.read(), "<stdin>"
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:  # a text stream (tests replace stdin with StringIO)
+            return sys.stdin.read(), "<stdin>"
+        data, name = stream.read(), "<stdin>"
+    else:
+        name = path
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            raise DiagnosticError(f"cannot open '{path}': no such file") from None
+        except IsADirectoryError:
+            raise DiagnosticError(f"cannot read '{path}': is a directory") from None
+        except OSError as err:
+            raise DiagnosticError(f"cannot read '{path}': {err.strerror or err}") from None
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read(), path
-    except FileNotFoundError:
-        raise DiagnosticError(f"cannot open '{path}': no such file") from None
-    except IsADirectoryError:
-        raise DiagnosticError(f"cannot read '{path}': is a directory") from None
-    except UnicodeDecodeError:
-        raise DiagnosticError(f"cannot read '{path}': not UTF-8 text") from None
-    except OSError as err:
-        raise DiagnosticError(f"cannot read '{path}': {err.strerror or err}") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:  # name the first bad byte's line:col
+        line = data.count(b"\n", 0, err.start) + 1
+        col = len(data[data.rfind(b"\n", 0, err.start) + 1 : err.start].decode("utf-8", "replace")) + 1
+        raise DiagnosticError(f"not UTF-8 text (byte 0x{data[err.start]:02x})", name, line, col) from None
+    # newlines as text-mode reading gives them
+    return text.replace("\r\n", "\n").replace("\r", "\n"), name
 
 
 def write_atomically(path: str, data: str | bytes) -> None:

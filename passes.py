@@ -10,15 +10,23 @@ A registered pass that does not load (its module fails to import, or lacks the
 class) is a bug: `load_pass` and `available_passes` raise `PassLoadError`
 naming the pass instead of skipping it.
 
+`make_pass(spec)` builds a pass from one element of a parsed pipeline; a bad
+option (unknown, or a value of the wrong type) raises `PassOptionError` naming
+the pass, the option and the type it takes, for every pass alike.
+
 Also here, so every layer can read them: the graph pipelines of the targets.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import types
+import typing
 from collections.abc import Callable
 
 from xdsl.passes import ModulePass
+from xdsl.utils.arg_spec import ArgSpec
 
 # graph.if/loop/scan stay control flow (host-level scf, lowering/bufferize.py); the
 # passes below reach into their bodies. expand-control-flow (unrolling) is opt-in,
@@ -34,6 +42,10 @@ GPU_GRAPH_PASSES = ("expand-control-flow", *GRAPH_PASSES)
 
 class PassLoadError(Exception):
     """A registered pass cannot be loaded (a bug in dlc, not in the input)."""
+
+
+class PassOptionError(ValueError):
+    """A pipeline gives a pass an option it lacks or a value it cannot take."""
 
 
 def _lazy(module: str, cls: str) -> Callable[[], type[ModulePass]]:
@@ -103,3 +115,70 @@ def available_passes() -> dict[str, Callable[[], type[ModulePass]]]:
     for name in PASSES:
         load_pass(name)
     return dict(PASSES)
+
+
+# ---------------------------------------------------------------------------
+# passes from pipeline specs, their options checked
+# ---------------------------------------------------------------------------
+
+
+def pass_options(cls: type[ModulePass]) -> dict[str, object]:
+    """The options of pass class ``cls``: field name -> declared type."""
+    hints = typing.get_type_hints(cls)
+    return {f.name: hints.get(f.name, f.type) for f in dataclasses.fields(cls)
+            if f.init and f.name != "name"}
+
+
+def make_pass(spec: ArgSpec) -> ModulePass:
+    """The pass ``spec`` names (one element of ``parse_pipeline``), options checked.
+
+    PassLoadError: the pass is unknown or does not load. PassOptionError: an
+    option the pass lacks, or a value that does not convert to the option's type,
+    e.g. "option 'size-limit' of pass 'fold-constant' takes an integer, got 'abc'"."""
+    # xDSL's own conversion, option by option, so that a failure names the option
+    # (from_pass_spec's message names neither the option nor the pass).
+    from xdsl.utils.arg_spec import _convert_arg_to_type
+
+    cls = load_pass(spec.name)
+    options = pass_options(cls)
+    for option, value in spec.normalize_parameter_names().parameters.items():
+        if option not in options:
+            takes = ", ".join(k.replace("_", "-") for k in options)
+            takes = f"its options: {takes}" if takes else "it takes no options"
+            raise PassOptionError(f"pass '{spec.name}' has no option '{option.replace('_', '-')}' ({takes})")
+        try:
+            _convert_arg_to_type(value, options[option])
+        except (ValueError, TypeError):
+            raise PassOptionError(
+                f"invalid options for pass '{spec.name}': option '{option.replace('_', '-')}' takes "
+                f"{describe_option_type(options[option])}, got {_show_value(value)}") from None
+    try:
+        return cls.from_pass_spec(spec)
+    except (ValueError, TypeError) as err:  # a missing option, or the pass's own check of a value
+        raise PassOptionError(f"invalid options for pass '{spec.name}': {err}") from None
+
+
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+_PLURAL_WORDS = {int: "integers", float: "numbers", bool: "booleans", str: "strings"}
+
+
+def describe_option_type(tp) -> str:
+    """``int`` -> "an integer", ``tuple[int, ...]`` -> "a comma-separated list of integers"..."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        words = [describe_option_type(a) for a in args if a is not type(None)]
+        return " or ".join(words) + (" (or nothing)" if type(None) in args else "")
+    if origin is tuple:
+        element = args[0] if args else str
+        return f"a comma-separated list of {_PLURAL_WORDS.get(element, getattr(element, '__name__', str(element)))}"
+    if origin is typing.Literal:
+        return "one of " + ", ".join(repr(a) for a in args)
+    return _TYPE_WORDS.get(tp, getattr(tp, "__name__", str(tp)))
+
+
+def _show_value(value: tuple) -> str:
+    if not value:
+        return "no value"
+    shown = [str(v).lower() if isinstance(v, bool) else repr(v) if isinstance(v, str) else str(v)
+             for v in value]
+    return ",".join(shown)

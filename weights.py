@@ -49,6 +49,7 @@ import os
 import re
 import weakref
 import zipfile
+import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
@@ -166,8 +167,11 @@ class WeightStore:
 
     @classmethod
     def load(cls, path: str) -> WeightStore:
-        with np.load(path, allow_pickle=False) as data:
-            return cls({k: data[k] for k in data.files}, path=path)
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                return cls({k: data[k] for k in data.files}, path=path)
+        except (zipfile.BadZipFile, EOFError, zlib.error) as err:  # truncated or corrupt archive
+            raise ValueError(f"not a valid .npz archive (truncated or corrupt: {err})") from None
 
 
 _STORES: weakref.WeakKeyDictionary[Operation, WeightStore] = weakref.WeakKeyDictionary()

@@ -11,9 +11,11 @@ is parsed here first, so syntax and verifier errors point at the source line);
 ``run`` on a .so uses the numpy+ctypes runtime ``dlc.runtime.load``. ``run``
 feeds seeded random inputs unless given ``--input``, prints each output's
 shape, dtype and a checksum and the median run time; ``--check`` compares
-with the reference evaluator (MLIR) or onnxruntime (ONNX); ``--profile`` compiles with
-per-kernel timestamps, writes a Chrome trace and prints the kernel table. On a terminal
-compiling shows its progress on stderr (tools/progress.py); piped, nothing.
+with the reference evaluator (graph-level MLIR), the loop-IR interpreter
+``dlc.lowering.interp`` (loop-level MLIR, e.g. ``dlc-opt -p lower-to-loops``
+output), torch (.pt2) or onnxruntime (ONNX); ``--profile`` compiles
+with per-kernel timestamps, writes a Chrome trace and prints the kernel table. On a
+terminal compiling shows its progress on stderr (tools/progress.py); piped, nothing.
 """
 
 from __future__ import annotations
@@ -115,6 +117,9 @@ def _guard(what: str, fn, *args, **kwargs):
         return fn(*args, **kwargs)
     except DiagnosticError:
         raise
+    except RecursionError:  # a backstop: parse_module's MAX_NESTING check comes first
+        raise DiagnosticError(f"{what}: nesting too deep (more than the "
+                              f"{sys.getrecursionlimit()}-frame recursion limit allows)") from None
     except Exception as err:
         if isinstance(err, _user_errors()):
             first = (str(err).strip().split("\n") or [""])[0]
@@ -241,10 +246,27 @@ def load_inputs(specs: list[Spec], given: list[str], seed: int) -> list[np.ndarr
                 f"--input {item}: dtype {array.dtype} does not match input '{names[index]}' {np.dtype(dtype)}")
         chosen[index] = array
     rng = np.random.default_rng(seed)
-    return [chosen[i] if i in chosen else random_input(spec, rng) for i, spec in enumerate(specs)]
+    inputs = []
+    for i, spec in enumerate(specs):
+        if i in chosen:
+            inputs.append(chosen[i])
+            continue
+        try:
+            inputs.append(random_input(spec, rng))
+        except (MemoryError, ValueError):  # numpy: MemoryError, or "array is too big" past 2**63 bytes
+            name, shape, dtype = spec
+            size = int(np.prod(shape, dtype=object)) * np.dtype(dtype).itemsize
+            raise DiagnosticError(f"input '{name}' {'x'.join(map(str, shape))}x{np.dtype(dtype)} "
+                                  f"({size / 2**30:.3g} GiB): not enough memory for a random input") from None
+    return inputs
 
 
 def describe_output(index: int, name: str, array: np.ndarray) -> str:
+    with np.errstate(all="ignore"):  # inf + -inf: a nan sum, not a warning
+        return _describe_output(index, name, array)
+
+
+def _describe_output(index: int, name: str, array: np.ndarray) -> str:
     flat = array.reshape(-1)
     first = ", ".join(f"{v:.6g}" if array.dtype.kind == "f" else str(v) for v in flat[:4])
     more = ", ..." if flat.size > 4 else ""
@@ -258,20 +280,19 @@ def reference_outputs(path: str, kind: str, entry: str | None, inputs: list[np.n
         from dlc.frontends.te import import_te, reference
 
         import_te(path)  # located diagnostics first
-        with open(path) as f:
-            return reference(f.read(), *inputs)
+        return _guard("reference (TE interpreter)", reference, read_text(path)[0], *inputs)
     if kind == "mlir":
+        module = parse_mlir(path)
+        level = ir_level(module)
+        if level == "loop":  # lower-to-loops output: host functions take their outputs as arguments
+            from dlc.lowering.interp import run as run_loops
+
+            return _guard("reference (loop-IR interpreter)", run_loops, module, inputs, entry)
+        if level == "llvm":
+            raise DiagnosticError(f"--check needs graph- or loop-level IR; '{path}' is llvm-dialect IR, "
+                                  "which no reference runs (check the IR before lower-to-llvm)")
         from dlc.evaluator import evaluate
 
-        module = parse_mlir(path)
-        if any("tloop.host" in op.attributes for op in module.ops):
-            # loop IR (dlc-opt's lower-to-loops output): its interpreter is the reference
-            from dlc.lowering.interp import InterpError, LoopProgram
-
-            try:
-                return LoopProgram(module).run(inputs, entry)
-            except InterpError as err:
-                raise DiagnosticError(f"loop-IR interpreter: {err}") from None
         return _guard("reference evaluator", evaluate, module, inputs, entry)
     if kind == "pt2":  # torch itself runs the exported program
         return _guard("torch reference", _run_pt2, path, inputs)
@@ -291,6 +312,18 @@ def reference_outputs(path: str, kind: str, entry: str | None, inputs: list[np.n
         return [np.asarray(o) for o in session.run(None, feeds)]
     except Exception as err:
         raise DiagnosticError(f"onnxruntime: {str(err).strip().splitlines()[0]}") from None
+
+
+def ir_level(module) -> str:
+    """"graph", "loop" (tloop.host functions: lower-to-loops output) or "llvm"."""
+    from xdsl.dialects import func
+
+    ops = list(module.ops)
+    if any(isinstance(op, func.FuncOp) and "tloop.host" in op.attributes for op in ops):
+        return "loop"
+    if ops and all(op.name.startswith("llvm.") for op in ops):
+        return "llvm"
+    return "graph"
 
 
 def _run_pt2(path: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
@@ -313,12 +346,14 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, 
             ok = False
             continue
         g, w = got.astype(np.float64), want.astype(np.float64)
-        abs_err = np.abs(g - w)
-        max_abs = float(abs_err.max()) if abs_err.size else 0.0
-        rel = abs_err / np.maximum(np.abs(w), 1e-30)
+        same = (g == w) | (np.isnan(g) & np.isnan(w))  # equal infinities and nans agree
+        with np.errstate(all="ignore"):  # inf - inf
+            abs_err = np.where(same, 0.0, np.abs(g - w))
+            rel = abs_err / np.maximum(np.abs(w), 1e-30)
+        max_abs = float(abs_err.max()) if abs_err.size else 0.0  # nan: a nan against a number
         max_rel = float(rel.max()) if rel.size else 0.0
         if got.dtype.kind == "f":
-            good = bool(np.all((abs_err <= atol + rtol * np.abs(w)) | (np.isnan(g) & np.isnan(w))))
+            good = bool(np.all(same | (abs_err <= atol + rtol * np.abs(w))))
         else:
             good = bool(np.array_equal(g, w))
         print(f"check: output {i}: max abs err {max_abs:.3g}, max rel err {max_rel:.3g}: "
@@ -327,14 +362,26 @@ def compare(outputs: list[np.ndarray], expected: list[np.ndarray], rtol: float, 
     return ok
 
 
+def check_run_args(args) -> None:
+    """Option values that parse but mean nothing: one line naming the option."""
+    import math
+
+    if args.repeat < 1:
+        raise DiagnosticError(f"--repeat needs a number >= 1, got {args.repeat}")
+    if args.seed < 0:
+        raise DiagnosticError(f"--seed needs a number >= 0, got {args.seed}")
+    for flag, value in (("--rtol", args.rtol), ("--atol", args.atol)):
+        if not (math.isfinite(value) and value >= 0):
+            raise DiagnosticError(f"{flag} needs a finite number >= 0, got {value}")
+
+
 def cmd_run(args) -> int:
     if args.bisect:
         from dlc.tools.numeric_bisect import bisect_command
 
         return bisect_command(args)
     kind = _kind(args.model)
-    if args.repeat < 1:
-        raise DiagnosticError("--repeat needs a number >= 1")
+    check_run_args(args)
     for path in args.output:
         check_writable(path)  # --output DIR, --output /missing/x.npy: fail before the run
     if args.profile and args.target.split(" ", 1)[0] != "llvm":

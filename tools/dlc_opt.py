@@ -96,7 +96,7 @@ def list_passes(out) -> None:
 
 def build_pipeline(spec: str) -> list[tuple[str, ModulePass]]:
     """The (name, pass) list of a pipeline string; errors name the bad part."""
-    from dlc.passes import PASSES, PassLoadError, load_pass
+    from dlc.passes import PASSES, PassLoadError, PassOptionError, make_pass
 
     try:
         specs = list(parse_pipeline(spec))
@@ -109,27 +109,10 @@ def build_pipeline(spec: str) -> list[tuple[str, ModulePass]]:
                 f"unknown pass '{pass_spec.name}' (not registered; see {TOOL} --list-passes)"
             )
         try:
-            cls = load_pass(pass_spec.name)
-        except PassLoadError as err:  # a broken pass: a bug in dlc, named in one line
+            pipeline.append((pass_spec.name, make_pass(pass_spec)))
+        except (PassLoadError, PassOptionError) as err:  # a broken pass (a bug) or a bad option
             raise DiagnosticError(str(err)) from None
-        check_option_names(pass_spec, cls)
-        try:
-            pipeline.append((pass_spec.name, cls.from_pass_spec(pass_spec)))
-        except (ValueError, TypeError) as err:
-            raise DiagnosticError(f"invalid options for pass '{pass_spec.name}': {err}") from None
     return pipeline
-
-
-def check_option_names(pass_spec, cls: type[ModulePass]) -> None:
-    known = [f.name for f in dataclasses.fields(cls) if f.init and f.name != "name"]
-    given = pass_spec.normalize_parameter_names().parameters
-    for option in given:
-        if option not in known:
-            takes = ", ".join(k.replace("_", "-") for k in known)
-            takes = f"its options: {takes}" if takes else "it takes no options"
-            raise DiagnosticError(
-                f"pass '{pass_spec.name}' has no option '{option.replace('_', '-')}' ({takes})"
-            )
 
 
 def apply_pass(name: str, pass_: ModulePass, ctx, module: ModuleOp, source: str) -> None:
@@ -142,6 +125,9 @@ def apply_pass(name: str, pass_: ModulePass, ctx, module: ModuleOp, source: str)
     except DiagnosticException as err:
         first = (str(err).strip().split("\n") or [""])[0]
         raise DiagnosticError(f"pass '{name}' failed: {first}", source) from None
+    except RecursionError:  # nesting check_nesting did not count (a backstop)
+        raise DiagnosticError(f"pass '{name}' failed: nesting too deep (more than the "
+                              f"{sys.getrecursionlimit()}-frame recursion limit allows)", source) from None
     except Exception as err:  # a bug in the pass: internal error, name the pass
         raise RuntimeError(f"in pass '{name}': {type(err).__name__}: {err}") from err
     verify_module(module, f"after pass '{name}'")

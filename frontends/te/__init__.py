@@ -40,7 +40,8 @@ output Y: f32[32]
 Y[i] = sum(r: select(i + r - 1 >= 0 and i + r - 1 < 32, X[i + r - 1], 0.0) * W[r])
 ```
 
-Errors (syntax and meaning) are :class:`TEError` with ``line:col``.
+Errors (syntax and meaning) are :class:`TEError` with ``line:col``; an
+expression nested more than ``syntax.MAX_DEPTH`` (1000) levels is one.
 
 API: ``lower(text) -> ModuleOp`` (kernel ``@kernel`` + host ``@main``; loops
 named after the TE indices; a name an earlier statement used gets the tensor
@@ -57,8 +58,9 @@ from functools import lru_cache
 import numpy as np
 from xdsl.dialects.builtin import ModuleOp
 
+from dlc.diagnostics import recursion_headroom
 from dlc.frontends.te.analysis import DTYPES, Program, analyse
-from dlc.frontends.te.syntax import TEError, parse
+from dlc.frontends.te.syntax import RECURSION_FRAMES, TEError, parse
 
 KERNEL = "kernel"
 HOST = "main"
@@ -70,9 +72,18 @@ __all__ = ["KERNEL", "HOST", "TEError", "import_te", "lower", "program",
 def program(source: str, bindings=None) -> Program:
     """Parse and analyse TE text, or the .te file it names (raises TEError)."""
     if source.endswith(".te") and "\n" not in source and os.path.exists(source):
-        with open(source) as f:
-            source = f.read()
-    return analyse(parse(source), bindings)
+        source = _read(source)
+    with recursion_headroom(RECURSION_FRAMES):  # the syntax tree is walked recursively
+        return analyse(parse(source), bindings)
+
+
+def _read(path: str) -> str:
+    from dlc.diagnostics import DiagnosticError, read_text
+
+    try:
+        return read_text(path)[0]
+    except DiagnosticError as err:  # a directory, not UTF-8...
+        raise TEError(err.message, err.line, err.col, path) from None
 
 
 def lower(source: str | Program, kernel: str = KERNEL, host: str = HOST) -> ModuleOp:
@@ -80,8 +91,9 @@ def lower(source: str | Program, kernel: str = KERNEL, host: str = HOST) -> Modu
     from dlc.frontends.te.lowering import build_module
 
     prog = source if isinstance(source, Program) else program(source)
-    module = build_module(prog, kernel, host)
-    module.verify()
+    with recursion_headroom(RECURSION_FRAMES):
+        module = build_module(prog, kernel, host)
+        module.verify()
     return module
 
 
@@ -90,15 +102,15 @@ def reference(source: str | Program, *arrays: np.ndarray) -> list[np.ndarray]:
     from dlc.frontends.te.interpret import run_program
 
     prog = source if isinstance(source, Program) else program(source)
-    return run_program(prog, list(arrays))
+    with recursion_headroom(RECURSION_FRAMES):
+        return run_program(prog, list(arrays))
 
 
 def import_te(path: str) -> ModuleOp:
     """Read a .te file and lower it (``dlc-translate --from-te``); errors name file:line:col."""
-    from dlc.diagnostics import DiagnosticError, register_source
+    from dlc.diagnostics import DiagnosticError, read_text, register_source
 
-    with open(path) as f:
-        text = f.read()
+    text, _ = read_text(path)  # missing, a directory, not UTF-8: located errors
     register_source(path, text)
     try:
         return lower(text)
@@ -145,7 +157,8 @@ def _infer_custom(text: str, operand_types) -> list:
 def _run_custom(text: str, operand_types, inputs) -> list:
     from dlc.frontends.te.interpret import run_program
 
-    return run_program(custom_program(text, operand_types), list(inputs))
+    with recursion_headroom(RECURSION_FRAMES):
+        return run_program(custom_program(text, operand_types), list(inputs))
 
 
 def _register_custom_language() -> None:

@@ -394,6 +394,8 @@ class _Analyser:
         if len(subs) != len(t.shape):
             raise TEError(f"rank mismatch: '{t.name}' has rank {len(t.shape)} ({t.type_str()}) but is indexed "
                           f"with {len(subs)} subscript{'s' if len(subs) != 1 else ''}", n.line, n.col)
+        if 0 in t.shape:  # even a clamped (select-guarded) subscript would read outside it
+            raise TEError(f"'{t.name}' ({t.type_str()}) has no elements to read", n.line, n.col)
         load = Load("value", t, subs, guarded, n.line, n.col)
         self.loads.append(load)
         self.read_dtypes.append((t.dtype, n))

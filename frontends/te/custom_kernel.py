@@ -7,13 +7,16 @@ from __future__ import annotations
 
 from xdsl.dialects import func
 
+from dlc.diagnostics import recursion_headroom
 from dlc.dialects.graph_base import GraphOp
 from dlc.frontends.te import custom_program
 from dlc.frontends.te.lowering import build_kernel
+from dlc.frontends.te.syntax import RECURSION_FRAMES
 from dlc.lowering.kernels import kernel
 
 
 @kernel("graph.custom")
 def lower_custom(op: GraphOp, name: str) -> func.FuncOp:
     program = custom_program(op.te, [o.type for o in op.operands])
-    return build_kernel(program, name, op.name)
+    with recursion_headroom(RECURSION_FRAMES):  # the expression tree is walked recursively
+        return build_kernel(program, name, op.name)

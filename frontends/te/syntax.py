@@ -15,6 +15,13 @@ import lark
 from xdsl.utils.exceptions import DiagnosticException
 
 
+# Expression nesting allowed (a 10,000-term sum is 10,000 levels): the syntax
+# tree, analysis, lowering and interpreter recurse about 2 frames a level, and
+# the public entry points (frontends/te/__init__.py) allow that many frames.
+MAX_DEPTH = 1000
+RECURSION_FRAMES = 4 * MAX_DEPTH + 500
+
+
 class TEError(DiagnosticException):
     """A TE program is malformed; ``str()`` is one line ``[file:]line:col: message``."""
 
@@ -156,6 +163,18 @@ def _parser() -> lark.Lark:
                      postlex=_JoinLinesInBrackets())
 
 
+def _int(token) -> int:
+    """An integer literal; sizes, bounds and constants are 64-bit in the loop IR."""
+    value = int(token)
+    if value >= 2**63:
+        raise TEError(f"integer {_clip_digits(str(token))} does not fit in 64 bits", *_pos(token))
+    return value
+
+
+def _clip_digits(text: str) -> str:
+    return text if len(text) <= 30 else f"{text[:12]}...{text[-6:]} ({len(text)} digits)"
+
+
 def _pos(meta_or_token) -> tuple[int, int]:
     return meta_or_token.line, meta_or_token.column
 
@@ -170,7 +189,7 @@ class _Build(lark.Transformer):
     # expressions
     def int_lit(self, items):
         tok = items[0]
-        return IntLit(*_pos(tok), int(tok))
+        return IntLit(*_pos(tok), _int(tok))
 
     def float_lit(self, items):
         tok = items[0]
@@ -205,10 +224,10 @@ class _Build(lark.Transformer):
         return Binary(op.line, op.column, str(op), lhs, rhs)
 
     def signed_int(self, items):
-        return int(items[0])
+        return _int(items[0])
 
     def neg_int(self, items):
-        return -int(items[0])
+        return -_int(items[0])
 
     @lark.v_args(meta=True)
     def axis_range(self, meta, items):
@@ -222,7 +241,7 @@ class _Build(lark.Transformer):
 
     # statements
     def shape(self, items):
-        return [int(t) for t in items if t is not None]
+        return [_int(t) for t in items if t is not None]
 
     def input_decl(self, items):
         tok, dtype, shape = items
@@ -311,7 +330,24 @@ def parse(text: str) -> Module:
                       err.line, err.column) from None
     except lark.UnexpectedEOF as err:
         raise TEError(f"unexpected end of input (expected {_words(err.expected)})", *_end(text)) from None
-    return _Build().transform(tree)
+    _check_depth(tree)
+    try:
+        return _Build().transform(tree)
+    except lark.exceptions.VisitError as err:  # lark wraps what a rule raises
+        if isinstance(err.orig_exc, TEError):
+            raise err.orig_exc from None
+        raise
+
+
+def _check_depth(tree: lark.Tree) -> None:
+    """A TEError at the first subtree nested more than MAX_DEPTH deep (walked
+    without recursion, before the recursive transform)."""
+    stack = [(tree, -2)]  # start -> statement -> expression: the expression's root is level 0
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise TEError(f"nesting too deep (more than {MAX_DEPTH} levels)", *_at(node))
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
 
 
 def _end(text: str) -> tuple[int, int]:

@@ -25,10 +25,13 @@ returned: the compiled function is pure.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import operator
 import os
 import re
 import warnings
+import zipfile
 from collections import Counter
 from typing import Any
 
@@ -382,15 +385,34 @@ def from_module(model, example_args: tuple, example_kwargs: dict | None = None) 
     return from_exported_program(ep)
 
 
+@contextlib.contextmanager
+def _torch_quiet():
+    """No warnings (deprecation noise while unpickling) and no log records
+    (torch.export.load logs a full traceback at WARNING before its fallback)."""
+    previous = logging.root.manager.disable
+    logging.disable(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(previous)
+
+
 def load_exported_program(path: str) -> ModuleOp:
-    """Import a ``torch.export.save``d ``.pt2`` file."""
+    """Import a ``torch.export.save``d ``.pt2`` file; a file torch cannot load is
+    one TorchImportError ``cannot load 'x.pt2': ...`` (torch prints nothing)."""
+    if os.path.isdir(path):
+        raise TorchImportError(f"cannot load '{path}': is a directory")
     if not os.path.isfile(path):
         raise TorchImportError(f"{path}: no such file")
+    if not zipfile.is_zipfile(path):  # torch would log a traceback, then fail on its own fallback
+        raise TorchImportError(f"cannot load '{path}': not a .pt2 archive (truncated, or not "
+                               "written by torch.export.save)")
     try:
-        with warnings.catch_warnings():  # torch's own deprecation noise while unpickling
-            warnings.simplefilter("ignore", FutureWarning)
+        with _torch_quiet():
             ep = torch.export.load(path)
-    except Exception as err:
-        raise TorchImportError(f"{path}: not a torch.export program "
-                               f"({str(err).strip().splitlines()[0]})") from None
+    except Exception as err:  # torch raises several types on a damaged archive
+        raise TorchImportError(f"cannot load '{path}': not a torch.export program "
+                               f"({(str(err).strip().splitlines() or [type(err).__name__])[0]})") from None
     return from_exported_program(ep)
