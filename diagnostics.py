@@ -108,14 +108,15 @@ class DiagnosticError(Exception):
         return self.format()
 
     def format(self, tool: str = "dlc") -> str:
+        message = _visible(self.message)
         if self.file is None:
-            return f"{tool}: error: {self.message}"
+            return f"{tool}: error: {message}"
         where = self.file
         if self.line is not None:
             where += f":{self.line}"
             if self.col is not None:
                 where += f":{self.col}"
-        out = f"{where}: error: {_clip(self.message, MAX_MESSAGE_CHARS)}"
+        out = f"{where}: error: {_clip(message, MAX_MESSAGE_CHARS)}"
         text = self.text
         if text is None and self.line is not None:
             text = source_line(self.file, self.line)
@@ -124,8 +125,18 @@ class DiagnosticError(Exception):
         return out
 
 
+def _visible(message: str) -> str:
+    """Control characters of a message (a NUL quoted from the input) as ``\\xNN``."""
+    return _CONTROL_CHARS.sub(lambda m: m.group() if m.group() == "\n" else f"\\x{ord(m.group()):02x}", message)
+
+
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+# Characters a terminal would not show as one column (NUL, escapes, DEL):
+# shown as '?' in a quoted source line.
+_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 def excerpt(text: str, col: int, caret_len: int = 1, context: int = EXCERPT_CHARS) -> str:
@@ -135,7 +146,8 @@ def excerpt(text: str, col: int, caret_len: int = 1, context: int = EXCERPT_CHAR
     width = max(1, min(caret_len, len(text) - start, context))
     lo, hi = max(0, start - context), min(len(text), start + width + context)
     head, tail = ("..." if lo > 0 else ""), ("..." if hi < len(text) else "")
-    return f"{head}{text[lo:hi]}{tail}\n{' ' * (len(head) + start - lo)}{'^' * width}"
+    shown = _CONTROL_CHARS.sub("?", text[lo:hi])  # one column each, so the caret stays aligned
+    return f"{head}{shown}{tail}\n{' ' * (len(head) + start - lo)}{'^' * width}"
 
 
 # ---------------------------------------------------------------------------
@@ -219,6 +231,18 @@ class LocatingParser(ResourceParser):
     # Dense literals are built in memory as they are parsed: refuse a huge one
     # before xDSL repeats a splat 10^22 times (OverflowError) or 10^10 times
     # (tens of GB). The type is checked when it follows the literal ...
+    def _parse_block(self) -> Block:
+        # xDSL records no definition span for a block that was referenced before it
+        # was defined (`cf.br ^bb4` then `^bb4:`), so a second `^bb4:` popped the
+        # forward reference again (KeyError); record it, and xDSL's own
+        # "re-declaration of block" error fires
+        token = self._current_token
+        block = super()._parse_block()
+        name = token.text[1:]
+        if self.blocks.get(name, (None, True))[1] is None:
+            self.blocks[name] = (block, token.span)
+        return block
+
     def _parse_dense_literal_type(self):
         start = self._current_token.span.start
         type_ = super()._parse_dense_literal_type()
