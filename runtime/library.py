@@ -19,16 +19,15 @@ path (exists, regular file), the ELF header (magic, 64-bit little-endian
 class, a shared object for this host's machine), that every program header's
 and section's bytes lie inside the file (catches truncation even without the
 trailer), then the trailer (length and hash). ``open_library`` then writes the
-verified bytes to ``<private temp dir>/model-<sha256>.so`` and dlopens that, so
-a library is keyed by its content, not its path; the copy is unlinked at once
-(the mapping stays).
+verified bytes to ``<fresh private temp dir>/model-<sha256>.so`` and dlopens
+that, so a load never gets an older library from dlopen's path cache; the copy
+and its directory are removed at once (the mapping stays).
 
 numpy-free and xDSL-free like the rest of ``dlc.runtime``.
 """
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import hashlib
 import os
@@ -131,35 +130,22 @@ def _within(what: str, offset: int, length: int, size: int) -> None:
                            f"the end of the file ({size} bytes)")
 
 
-_private = {"pid": None, "dir": None}
 _load_lock = threading.Lock()
 
 
-def _private_dir() -> str:
-    """This process's 0700 temp directory for the content-named copies (a forked
-    child makes its own: the parent removes its directory at exit)."""
-    if _private["pid"] != os.getpid():
-        path = tempfile.mkdtemp(prefix="dlc-runtime-")
-        _private.update(pid=os.getpid(), dir=path)
-        atexit.register(_remove_private_dir, path, os.getpid())
-    return _private["dir"]
-
-
-def _remove_private_dir(path: str, pid: int) -> None:
-    if os.getpid() == pid and os.path.isdir(path):
-        for name in os.listdir(path):
-            os.unlink(os.path.join(path, name))
-        os.rmdir(path)
-
-
 def open_library(data: bytes, digest: str) -> ctypes.CDLL:
-    """dlopen the verified bytes under a name made of their hash: the same content
-    shares one handle, different content never hits dlopen's path cache."""
+    """dlopen the verified bytes from a fresh private path, so that dlopen's cache (by
+    path) never hands back an older library that was exported to the same path."""
     with _load_lock:  # one writer of a name at a time: never truncate a file being mapped
-        copy = os.path.join(_private_dir(), f"model-{digest}.so")
-        with open(copy, "wb") as f:
-            f.write(data)
+        # a fresh 0700 directory per load, removed at once: nothing stays behind even
+        # when the process ends by os._exit or a signal
+        private = tempfile.mkdtemp(prefix="dlc-runtime-")
+        copy = os.path.join(private, f"model-{digest}.so")
         try:
+            with open(copy, "wb") as f:
+                f.write(data)
             return ctypes.CDLL(copy)
         finally:
-            os.unlink(copy)  # the mapping outlives the name
+            if os.path.exists(copy):
+                os.unlink(copy)  # the mapping outlives the name
+            os.rmdir(private)
