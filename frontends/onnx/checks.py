@@ -65,25 +65,22 @@ def check_opsets(model: ModelProto) -> None:
 
 def check_graph_names(graph: onnx.GraphProto, what: str = "graph") -> None:
     """Graph inputs and initializers named once and non-empty; graph outputs non-empty."""
-    inputs: dict[str, int] = {}
-    for i, vi in enumerate(graph.input):
-        if not vi.name:
-            raise OnnxImportError(f"{what} input #{i} has an empty name")
-        if vi.name in inputs:
-            raise OnnxImportError(
-                f"{what} input '{vi.name}' is declared twice (inputs #{inputs[vi.name]} and #{i})")
-        inputs[vi.name] = i
-    inits: dict[str, int] = {}
-    for i, init in enumerate(graph.initializer):
-        if not init.name:
-            raise OnnxImportError(f"{what} initializer #{i} has an empty name")
-        if init.name in inits:
-            raise OnnxImportError(
-                f"{what} initializer '{init.name}' is declared twice (initializers #{inits[init.name]} and #{i})")
-        inits[init.name] = i
+    _check_unique_names([vi.name for vi in graph.input], f"{what} input", "inputs")
+    _check_unique_names([init.name for init in graph.initializer], f"{what} initializer", "initializers")
     for i, vi in enumerate(graph.output):
         if not vi.name:
             raise OnnxImportError(f"{what} output #{i} has an empty name")
+
+
+def _check_unique_names(names: list[str], kind: str, plural: str) -> None:
+    """Each of ``names`` non-empty and given once (``kind``: "graph input", ...)."""
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if not name:
+            raise OnnxImportError(f"{kind} #{i} has an empty name")
+        if name in first:
+            raise OnnxImportError(f"{kind} '{name}' is declared twice ({plural} #{first[name]} and #{i})")
+        first[name] = i
 
 
 def check_single_producers(graph: onnx.GraphProto) -> None:
