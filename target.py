@@ -10,6 +10,7 @@ machine what it is (a cross compile plans for the target, not the host)::
     Target.from_string("llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=znver4 -mattr=+avx512f,+fma")
     Target.from_string("llvm")                               # the host
     Target.from_string("cuda -arch=sm_90")
+    Target.from_string("c")                                  # portable C99 (bare metal)
 
 ``str(target)`` is the canonical target string; ``from_string(str(t)) == t``.
 """
@@ -34,7 +35,8 @@ CPU_FEATURES: dict[str, frozenset[str]] = {
     "x86-64-v4": _AVX512, "skylake-avx512": _AVX512, "cascadelake": _AVX512,
     "icelake-server": _AVX512, "sapphirerapids": _AVX512, "znver4": _AVX512, "znver5": _AVX512,
 }
-KINDS = ("llvm", "cuda")
+KINDS = ("llvm", "cuda", "c")
+C_TRIPLE = "c"  # portable C99 source (backends/c): no triple, no vectors, no threads
 
 
 class TargetError(ValueError):
@@ -43,7 +45,7 @@ class TargetError(ValueError):
 
 @dataclass(frozen=True)
 class Target:
-    kind: str  # "llvm" (CPU code through LLVM) or "cuda"
+    kind: str  # "llvm" (CPU code through LLVM), "cuda", or "c" (portable C99 source)
     triple: str
     cpu: str
     features: frozenset[str] = field(default_factory=frozenset)  # enabled ones, without "+"
@@ -62,7 +64,7 @@ class Target:
     def vector_bits(self) -> int:
         """Width of one vector register (f32 lanes = vector_bits // 32)."""
         if self.kind != "llvm":
-            return 32  # a GPU thread works on scalars
+            return 32  # a GPU thread, or portable C, works on scalars
         if self.has("avx512f"):
             return 512
         if self.has("avx") or self.has("avx2"):
@@ -110,6 +112,10 @@ class Target:
         kind, options = words[0], {}
         if kind not in KINDS:
             raise TargetError(f"unknown target kind '{kind}' in '{text}' (expected {' or '.join(KINDS)})")
+        if kind == "c":
+            if len(words) > 1:
+                raise TargetError(f"the c target takes no options, got '{' '.join(words[1:])}' in '{text}'")
+            return Target("c", C_TRIPLE, "generic")
         allowed = ("-arch",) if kind == "cuda" else ("-mtriple", "-mcpu", "-mattr")
         for word in words[1:]:
             key, eq, value = word.partition("=")
@@ -145,6 +151,8 @@ class Target:
     def __str__(self) -> str:
         if self.kind == "cuda":
             return f"cuda -arch={self.cpu}"
+        if self.kind == "c":
+            return "c"
         # the CPU's table features this target lacks are listed as -f: the string round-trips
         attrs = ",".join(["+" + f for f in sorted(self.features)]
                          + ["-" + f for f in sorted(CPU_FEATURES.get(self.cpu, frozenset()) - self.features)])

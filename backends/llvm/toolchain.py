@@ -1,0 +1,96 @@
+"""The C toolchain that links (and the emulator that runs) code for a target triple.
+
+Cross builds use Debian's GNU cross toolchains (``gcc-aarch64-linux-gnu``,
+``gcc-riscv64-linux-gnu``): ``<prefix>-gcc`` links against the sysroot
+``/usr/<prefix>`` (its libc, libm and libgomp), and ``qemu-<arch>`` (Debian
+``qemu-user``) runs the result on this host with ``-L /usr/<prefix>``. A missing
+tool is a ``ToolchainError`` naming the Debian package that provides it.
+
+The host toolchain is ``$CC``, else the first of cc, gcc, clang.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+from dataclasses import dataclass
+
+
+class ToolchainError(Exception):
+    """No C compiler (or emulator) for the target; the message names the package."""
+
+
+@dataclass(frozen=True)
+class CrossArch:
+    arch: str  # the first component of the triple (x86_64, aarch64, riscv64)
+    gnu_prefix: str  # the Debian cross toolchain's prefix
+    cc_package: str  # the Debian package with <gnu_prefix>-gcc
+    qemu: str  # the qemu-user binary that runs it
+
+
+CROSS_ARCHES = {
+    a.arch: a for a in (
+        CrossArch("x86_64", "x86_64-linux-gnu", "gcc-x86-64-linux-gnu", "qemu-x86_64"),
+        CrossArch("aarch64", "aarch64-linux-gnu", "gcc-aarch64-linux-gnu", "qemu-aarch64"),
+        CrossArch("riscv64", "riscv64-linux-gnu", "gcc-riscv64-linux-gnu", "qemu-riscv64"),
+    )
+}
+_HOST_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
+
+
+def arch_of(triple: str) -> str:
+    return triple.split("-", 1)[0]
+
+
+def host_arch() -> str:
+    machine = platform.machine().lower()
+    return _HOST_ALIASES.get(machine, machine)
+
+
+def is_host_arch(triple: str) -> bool:
+    return arch_of(triple) == host_arch()
+
+
+def host_c_compiler() -> str:
+    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if name and shutil.which(name):
+            return name
+    raise ToolchainError("no C compiler (cc/gcc/clang) found: install gcc (Debian package gcc)")
+
+
+def _cross(triple: str) -> CrossArch:
+    arch = arch_of(triple)
+    if arch not in CROSS_ARCHES:
+        raise ToolchainError(f"no Linux cross toolchain known for '{triple}' (known: "
+                             f"{', '.join(sorted(CROSS_ARCHES))})")
+    return CROSS_ARCHES[arch]
+
+
+def c_compiler(triple: str) -> str:
+    """The C compiler that builds and links code for ``triple`` (the host's for the
+    host's architecture)."""
+    if is_host_arch(triple):
+        return host_c_compiler()
+    cross = _cross(triple)
+    name = f"{cross.gnu_prefix}-gcc"
+    if shutil.which(name) is None:
+        raise ToolchainError(f"building for {triple} needs the cross C compiler {name} "
+                             f"(Debian package {cross.cc_package})")
+    return name
+
+
+def sysroot(triple: str) -> str | None:
+    """The cross toolchain's sysroot (None for the host)."""
+    return None if is_host_arch(triple) else f"/usr/{_cross(triple).gnu_prefix}"
+
+
+def emulator_command(triple: str) -> list[str]:
+    """The command prefix that runs a ``triple`` executable here: ``[]`` on the host's
+    architecture, else ``[qemu-<arch>, -L, <sysroot>]``."""
+    if is_host_arch(triple):
+        return []
+    cross = _cross(triple)
+    if shutil.which(cross.qemu) is None:
+        raise ToolchainError(f"running {triple} code here needs {cross.qemu} (Debian package qemu-user)")
+    return [cross.qemu, "-L", f"/usr/{cross.gnu_prefix}"]
