@@ -202,7 +202,7 @@ def encode_arrays(arrays) -> tuple[list[dict], list]:
             raise RpcError(f"arrays of dtype {a.dtype} cannot be sent (supported: {', '.join(sorted(DTYPES))})")
         if a.ndim > MAX_DIMS:
             raise RpcError(f"an array of {a.ndim} dims cannot be sent (at most {MAX_DIMS})")
-        a = np.ascontiguousarray(a, dtype=a.dtype.newbyteorder("<"))
+        a = np.asarray(a, dtype=a.dtype.newbyteorder("<"), order="C")  # ascontiguousarray makes 0-d 1-d
         entries.append({"dtype": a.dtype.name, "shape": list(a.shape), "nbytes": a.nbytes})
         buffers.append(a.reshape(-1).view(np.uint8) if a.nbytes else b"")
     if len(entries) > MAX_ARRAYS:
@@ -235,7 +235,7 @@ def decode_arrays(entries, payload: bytes) -> list[np.ndarray]:
             raise ProtocolError(f"array {i}: {nbytes} bytes announced, only {len(payload) - offset} left "
                                 "in the payload")
         flat = np.frombuffer(payload, dtype=dt, count=math.prod(shape), offset=offset)
-        arrays.append(flat.reshape(shape).astype(dt.newbyteorder("="), copy=True))
+        arrays.append(flat.reshape(tuple(shape)).astype(dt.newbyteorder("="), copy=True))
         offset += nbytes
     if offset != len(payload):
         raise ProtocolError(f"payload has {len(payload) - offset} bytes beyond the arrays it describes")

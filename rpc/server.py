@@ -120,10 +120,12 @@ class Server:
             conn.close()
             return
         session: Session | None = None
+        greeted = False  # our hello went out: a refusal then needs none
         try:
             channel.set_timeout(self.config.timeout)
             channel.expect_hello()
             channel.send_hello()
+            greeted = True
             self._authenticate(channel)
             session = Session(self.config, SessionDir(self.work_dir), channel)
             session.serve()
@@ -132,7 +134,7 @@ class Server:
                 log(f"{peer}: {err}")
         except ProtocolError as err:
             log(f"{peer}: protocol error: {err}")
-            self._refuse(channel, f"protocol error: {err}")
+            self._refuse(channel, f"protocol error: {err}", greeted)
         except RpcError as err:  # authentication failed: the client was told
             log(f"{peer}: {err}")
         finally:
@@ -141,11 +143,12 @@ class Server:
             conn.close()
             self._sessions.release()
 
-    def _refuse(self, channel: Channel, message: str) -> None:
+    def _refuse(self, channel: Channel, message: str, greeted: bool = False) -> None:
         """Best effort: the peer may not speak the protocol or may be gone already."""
         try:
             channel.set_timeout(1.0)
-            channel.send_hello()
+            if not greeted:
+                channel.send_hello()
             channel.send(error_reply(message))
         except (ProtocolError, OSError):
             pass  # nobody is listening: the connection closes anyway

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 
-import dlc
 from dlc.rpc.protocol import Channel, ConnectionClosed, RpcError
 from dlc.rpc.worker import WORKER_MAX_PAYLOAD
 
@@ -70,7 +69,8 @@ class _PipeEnd:
 
 def _package_parent() -> str:
     """The folder that holds the ``dlc`` package (the worker must import the same dlc)."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(dlc.__file__)))
+    # this file is <parent>/dlc/rpc/worker_proxy.py (not resolved: a symlinked dlc stays one)
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def describe_exit(returncode: int) -> str:
