@@ -191,10 +191,13 @@ class Session:
                 continue
             try:
                 reply, payload = handlers[op](header, size)
+            except ProtocolError:
+                raise
             except RpcError as err:
-                if isinstance(err, ProtocolError):
-                    raise
                 reply, payload = error_reply(str(err)), b""
+            except OSError as err:  # the server's own disk or process table (full, limits)
+                log(f"{op}: {err}")
+                reply, payload = error_reply(f"{op}: server error: {err.strerror or err}"), b""
             self.channel.send(reply, payload)
 
     def _upload(self, header: dict, size: int):

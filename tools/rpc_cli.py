@@ -14,6 +14,8 @@ commands themselves live in rpc/cli.py (``python -m dlc.rpc`` on a device).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from dlc.diagnostics import DiagnosticError
@@ -48,6 +50,15 @@ def rpc_command(args) -> int:
 
 
 def _check_remote_args(args) -> None:
+    from dlc.rpc import RpcError
+    from dlc.rpc.cli import parse_address
+
+    for flag, value in (("--rpc", args.rpc), ("--tracker", args.tracker)):
+        try:
+            if value:
+                parse_address(value, flag)
+        except RpcError as err:
+            raise DiagnosticError(str(err)) from None
     if args.rpc and (args.tracker or args.rpc_key):
         raise DiagnosticError("--rpc names the server; --tracker/--rpc-key ask a tracker for one: give one of them")
     if bool(args.tracker) != bool(args.rpc_key):
@@ -90,8 +101,8 @@ def _run_remote(args) -> int:
     for path in args.output:
         check_writable(path)
     expected_stored = [load_expected(path) for path in args.expect]
-    with open(args.model, "rb"):  # a missing file: the usual one-line error before connecting
-        pass
+    if not os.path.isfile(args.model):  # the usual one-line error, before connecting
+        raise DiagnosticError(f"cannot open '{args.model}': no such file")
     with _connect(args) as remote:
         name = remote.upload(args.model, name="model.so")
         module = remote.load(name, num_threads=args.threads)
