@@ -219,7 +219,10 @@ class Session:
                                     f"got {data_header.get('op')!r} with {data_size}")
             self.channel.stream_payload(data_size, f)
 
-        self.files.receive(name, length, write_into)
+        try:
+            self.files.receive(name, length, write_into)
+        except OSError as err:  # disk full mid-stream: the rest of the frame is unread, so the connection ends
+            raise ProtocolError(f"upload '{name}': the server cannot store it ({err.strerror or err})") from None
         return {"ok": True, "size": length}, b""
 
     def _load(self, header: dict, size: int):
