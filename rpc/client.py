@@ -89,26 +89,31 @@ class RpcSession:
             self._channel.expect_hello()
             hello, _ = self._channel.recv(timeout=timeout, idle_timeout=timeout)
         except ProtocolError as err:
-            raise RpcError(f"{where}: {err}") from None
+            raise RpcError(f"handshake: {err}") from None
         if hello.get("ok") is False:  # a refusal (server busy) instead of the hello
-            check_reply(hello, where)
+            check_reply(hello, "connect")
         if hello.get("auth") and token is None:
-            raise RpcError(f"{where}: the server requires a token (pass token= or --rpc-token-file)")
-        answer = proof(token, bytes.fromhex(hello.get("nonce", ""))) if hello.get("auth") else None
-        self._request({"op": "auth", "hmac": answer}, what="authentication")
+            raise RpcError("the server requires a token (pass token= or --rpc-token-file)")
+        answer = None
+        if hello.get("auth"):
+            try:
+                answer = proof(token, bytes.fromhex(hello.get("nonce")))
+            except (TypeError, ValueError):
+                raise RpcError("handshake: the server sent a malformed challenge") from None
+        self._request({"op": "auth", "hmac": answer}, what="connect")
         self.key = hello.get("key")
 
     # -- plumbing --------------------------------------------------------------
 
     def _request(self, header: dict, payload=b"", what: str = "request") -> tuple[dict, bytes]:
         if self._closed:
-            raise RpcError(f"{self.where}: the session is closed")
+            raise RpcError("the session is closed")
         try:
             self._channel.send(header, payload)
             reply, data = self._channel.recv(timeout=self._timeout, idle_timeout=self._timeout)
         except ProtocolError as err:
             self._drop()
-            raise RpcError(f"{self.where}: {what}: {err}") from None
+            raise RpcError(f"{what}: {err}") from None
         return check_reply(reply, what), data
 
     def _drop(self) -> None:
@@ -135,7 +140,7 @@ class RpcSession:
                 reply, _ = self._channel.recv(timeout=self._timeout, idle_timeout=self._timeout)
             except ProtocolError as err:
                 self._drop()
-                raise RpcError(f"{self.where}: upload '{name}': {err}") from None
+                raise RpcError(f"upload '{name}': {err}") from None
             check_reply(reply, f"upload '{name}'")
         return name
 
