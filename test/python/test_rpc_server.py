@@ -19,8 +19,8 @@ import pytest
 
 import dlc.rpc
 import dlc.runtime
-from dlc.rpc.protocol import FRAME, HELLO, Channel
-from rpc_testing import REPO, build_crash_model, compile_small_cnn, deadline, start_server, wait_until
+from dlc.rpc.protocol import FRAME, Channel
+from rpc_testing import build_crash_model, compile_small_cnn, deadline, start_server, wait_until
 
 pytestmark = pytest.mark.usefixtures("deadline")
 _ = deadline  # the fixture, used by pytestmark
@@ -72,23 +72,6 @@ def test_upload_run_time_download_match_local(server, models):
         model.free()
         with pytest.raises(dlc.rpc.RpcError, match="no loaded model with handle"):
             model(x)
-
-
-@pytest.mark.parametrize("name", ["squeezenet", "bvlc_alexnet"])
-def test_light_models_remote_match_local(server, name, tmp_path):
-    import dlc
-    sys.path.insert(0, os.path.join(REPO, "conformance"))
-    import run_light_models
-
-    library = str(tmp_path / f"{name}.so")
-    dlc.compile(os.path.join(run_light_models.LIGHT_DIR, f"light_{name}.onnx")).export(library)
-    x = run_light_models.light_input(name)
-    want = dlc.runtime.load(library)(x)
-    with dlc.rpc.connect("127.0.0.1", server.port) as remote:
-        got = remote.load(remote.upload(library))(x)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        np.testing.assert_array_equal(g, w)
 
 
 def test_eight_concurrent_clients_fifty_runs_each(server, models):
