@@ -185,7 +185,7 @@ class Session:
                 self.channel.recv_payload(size)
                 self.channel.send({"ok": True})
                 return
-            if op not in handlers:
+            if not isinstance(op, str) or op not in handlers:  # (a list is unhashable)
                 self.channel.recv_payload(size)
                 self.channel.send(error_reply(f"unknown request {op!r}"))
                 continue
@@ -234,7 +234,10 @@ class Session:
         if len(self.models) >= MAX_MODELS_PER_SESSION:
             raise RpcError(f"load: {MAX_MODELS_PER_SESSION} models are loaded in this session already "
                            "(free one first)")
-        worker = Worker(path, threads, self.config.timeout, cwd=self.files.path)
+        try:
+            worker = Worker(path, threads, self.config.timeout, cwd=self.files.path)
+        except WorkerDied as err:  # a library whose constructor crashes or hangs
+            raise RpcError(f"load '{header.get('name')}': {err}") from None
         reply = worker.load_reply
         if not reply.get("ok"):
             worker.close()
@@ -246,7 +249,7 @@ class Session:
 
     def _worker(self, header: dict) -> Worker:
         handle = header.get("handle")
-        if handle not in self.models or isinstance(handle, bool):
+        if not isinstance(handle, int) or isinstance(handle, bool) or handle not in self.models:
             raise RpcError(f"no loaded model with handle {handle!r} in this session")
         return self.models[handle]
 

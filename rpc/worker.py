@@ -58,7 +58,7 @@ def _serve(channel: Channel, module) -> None:
             return  # the server closed the pipe (or broke it): nothing left to answer
         op, entry = header.get("op"), header.get("entry", module.default_entry)
         try:
-            if entry not in module.entries:
+            if not isinstance(entry, str) or entry not in module.entries:
                 raise DlcRuntimeError(f"no entry point named @{entry} (have {', '.join(module.entries)})")
             point = module.entries[entry]
             inputs = decode_arrays(header.get("arrays", []), payload)

@@ -262,6 +262,12 @@ def test_garbage_bytes(server, models):
     assert "nbytes 64 does not match shape [4] float32 (16 bytes)" in channel.recv()[0]["error"]
     channel.send({"op": "eval", "code": "print(1)"})
     assert channel.recv()[0]["error"] == "unknown request 'eval'"
+    channel.send({"op": ["run"]})  # JSON values of the wrong type: errors, not a crashed session
+    assert channel.recv()[0]["error"] == "unknown request ['run']"
+    channel.send({"op": "run", "handle": [handle]})
+    assert channel.recv()[0]["error"] == f"no loaded model with handle [{handle}] in this session"
+    channel.send({"op": "run", "handle": handle, "entry": ["copy"], "arrays": []})
+    assert channel.recv()[0]["error"].startswith("no entry point named @['copy']")
     sock.close()
     assert_serving(server.port, models["cnn"])
 
