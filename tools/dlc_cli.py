@@ -5,6 +5,7 @@
             [--check] [--repeat N] [--threads N] [--seed S] [--bisect]
             [--profile TRACE.json]
     dlc view model.onnx|model.mlir -o graph.html [--profile trace.json]
+    dlc rpc server|tracker ...; dlc run model.so --rpc HOST:PORT   (tools/rpc_cli.py)
 
 ``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
 is parsed here first, so syntax and verifier errors point at the source line);
@@ -77,6 +78,10 @@ def build_arg_parser() -> ArgumentParser:
     view.add_argument("--profile", metavar="TRACE.json", help="a Chrome trace: kernel times as colours")
     run.add_argument("--profile", metavar="TRACE.json",
                      help="time every kernel (--repeat runs): write a Chrome trace, print a table")
+    from dlc.tools import rpc_cli  # dlc rpc server|tracker, dlc run --rpc (tools/rpc_cli.py)
+
+    rpc_cli.add_run_arguments(run)
+    rpc_cli.add_rpc_command(sub)
     return ap
 
 
@@ -370,6 +375,10 @@ def check_run_args(args) -> None:
 
 
 def cmd_run(args) -> int:
+    from dlc.tools import rpc_cli
+
+    if rpc_cli.wants_remote(args):
+        return rpc_cli.cmd_run_remote(args)
     if args.bisect:
         from dlc.tools.numeric_bisect import bisect_command
 
@@ -474,6 +483,10 @@ def run(argv: list[str]) -> int:
         from dlc.tools.graph_view import view_command
 
         return view_command(args)
+    if args.command == "rpc":
+        from dlc.tools.rpc_cli import rpc_command
+
+        return rpc_command(args)
     return cmd_run(args)
 
 

@@ -9,7 +9,8 @@ This file is THE layer table of dlc (docs/architecture.md names it). Layers, top
     frontends / backends / runtime
                 sources -> graph IR (frontends/), loop IR -> machine code (backends/, which
                 own their target-specific lowering such as backends/cuda/lower_to_gpu.py),
-                the numpy + ctypes runtime of exported libraries (runtime/)
+                the numpy + ctypes runtime of exported libraries (runtime/) and remote execution
+                over it (rpc/: server, worker, client, tracker; numpy + dlc.runtime, no xDSL)
     lowering / transforms
                 graph passes (transforms/), graph -> loops -> llvm (lowering/), the pass
                 registry (passes.py: it names passes of every layer by string and loads them
@@ -38,7 +39,7 @@ PACKAGE = "dlc"
 # (layer, paths relative to the root: a folder ends in "/"). Index 0 is the top.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tools", ("tools/", "driver.py", "__init__.py", "te.py", "onnx_backend.py")),
-    ("frontends/backends/runtime", ("frontends/", "backends/", "runtime/")),
+    ("frontends/backends/runtime", ("frontends/", "backends/", "runtime/", "rpc/")),
     ("lowering/transforms", ("lowering/", "transforms/", "passes.py", "evaluator.py")),
     ("dialects", ("dialects/", "context.py")),
     ("core", ("diagnostics.py", "output_files.py", "registry.py", "weights.py", "target.py")),
@@ -154,7 +155,7 @@ def test_exceptions_are_still_needed():
 @pytest.mark.parametrize("rel, layer", [
     ("tools/dlc_opt.py", "tools"), ("driver.py", "tools"), ("backends/cuda/ptx.py", "frontends/backends/runtime"),
     ("lowering/schedule/core.py", "lowering/transforms"), ("dialects/tloop.py", "dialects"),
-    ("diagnostics.py", "core"), ("bench/models.py", None),
+    ("diagnostics.py", "core"), ("bench/models.py", None), ("rpc/server.py", "frontends/backends/runtime"),
 ])
 def test_layer_table(rel, layer):
     index = layer_of_path(rel)
