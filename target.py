@@ -176,6 +176,12 @@ class Target:
         return 128
 
     @property
+    def scalable_vectors(self) -> bool:
+        """Whether LLVM may vectorize with scalable vectors here (aarch64 SVE, riscv64 V):
+        the translation then leaves the vector width to LLVM (backends/llvm/translate.py)."""
+        return (self.arch == "aarch64" and self.has("sve")) or (self.arch == "riscv64" and self.has("v"))
+
+    @property
     def vector_registers(self) -> int:
         """Architectural vector registers (x86: 32 zmm with AVX-512, else 16; aarch64 and
         riscv64: 32 vector registers, or 32 FP registers for scalar code)."""

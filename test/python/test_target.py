@@ -190,3 +190,21 @@ def test_compile_reads_presets_and_num_cores():
     assert f'target triple = "{cross.target.triple}"' in cross.llvm_ir
     with pytest.raises(CompileError, match="^profile=True needs a target this host runs: compiled for"):
         driver.compile(ADD, target=cross.target, profile=True)
+
+
+def test_scalable_vector_targets_get_no_width_hints(capfd):
+    assert t("neoverse-v1").scalable_vectors and t("riscv64-v").scalable_vectors
+    assert not t("aarch64").scalable_vectors and not t("riscv64").scalable_vectors
+    assert not t("x86-64-v4").scalable_vectors
+    wide = "\n".join(f"%{c} = graph.add %{p}, %{p} : (tensor<64x256xf32>, tensor<64x256xf32>) -> tensor<64x256xf32>"
+                     for p, c in zip("abcd", "bcde"))
+    src = (f"func.func @main(%a: tensor<64x256xf32>) -> tensor<64x256xf32> {{\n{wide}\n"
+           "  func.return %e : tensor<64x256xf32>\n}")
+    assert "llvm.loop.vectorize.width" in driver.compile(src, target="aarch64").llvm_ir
+    for name in ("neoverse-v1", "riscv64-v"):
+        capfd.readouterr()
+        module = driver.compile(src, target=name)
+        assert "llvm.loop.vectorize.width" not in module.llvm_ir
+        assert "vscale" in module.optimized_llvm_ir  # LLVM chose scalable vectors itself
+        # a fixed width hint made LLVM print "Scalable vectorization is explicitly disabled"
+        assert capfd.readouterr().err == ""
