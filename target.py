@@ -166,7 +166,7 @@ class Target:
         if self.kind != "llvm":
             return 32  # a GPU thread, or portable C, works on scalars
         if self.arch == "aarch64":
-            return 128 if self.has("neon") else 32  # NEON (SVE code is fixed-width NEON-sized too)
+            return 128 if self.has("neon") else 32  # NEON (and the SVE minimum)
         if self.arch == "riscv64":
             return 128 if self.has("v") else 32  # V: VLEN >= 128
         if self.has("avx512f"):

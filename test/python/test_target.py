@@ -208,3 +208,19 @@ def test_scalable_vector_targets_get_no_width_hints(capfd):
         assert "vscale" in module.optimized_llvm_ir  # LLVM chose scalable vectors itself
         # a fixed width hint made LLVM print "Scalable vectorization is explicitly disabled"
         assert capfd.readouterr().err == ""
+
+
+def test_a_feature_the_host_lacks_compiles_without_jit():
+    host = Target.host()
+    arch = ARCHES.get(host_arch())
+    lacking = sorted(arch.features - host.features) if arch is not None else []
+    if not lacking:
+        pytest.skip("this host has every feature dlc knows for its architecture")
+    target = Target("llvm", host.triple, host.cpu, host.features | {lacking[0]})
+    assert t(str(target)) == target
+    assert lacking[0] in target.features and not target.runs_on_host()
+    module = driver.compile(ADD, target=target)
+    with pytest.raises(CompileError) as info:
+        module(np.ones((4, 8), np.float32), np.ones((4, 8), np.float32))
+    assert str(info.value) == (f"compiled for '{target}', which needs CPU features this host lacks "
+                               f"(+{lacking[0]}): export it and run it on such a machine, or over RPC")
