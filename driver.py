@@ -484,7 +484,9 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
 
     ``target``: "llvm" (the host), "cuda", or a ``dlc.target.Target`` / target string
     (``"llvm -mcpu=skylake-avx512"``) the schedules plan for; the code still runs here,
-    so it must be one this machine runs.
+    so it must be one this machine runs. "c": portable C99 source for bare metal, a
+    ``dlc.backends.c.CProgram`` (``.source``, ``.header``, ``.metadata``,
+    ``.export("model.tar")``), compiled by your C compiler, not here.
 
     ``num_threads``: threads for parallel loops (default: env ``DLC_NUM_THREADS``,
     else all cores). ``entry``: the default entry point (default ``@main`` or the
@@ -501,11 +503,13 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     """
     if profile and (target == "cuda" or getattr(target, "kind", None) == "cuda"):
         raise CompileError("profile=True is for the llvm target (the CUDA build is not instrumented)")
+    if (target.split(" ", 1)[0] if isinstance(target, str) else target.kind) == "c":
+        return _compile_c(source, target, entry, example_args, num_threads, profile)
     if isinstance(target, str):
         if target == "cuda":
             return _compile_cuda(source, entry, example_args)
         if target.split(" ", 1)[0] != "llvm":
-            raise CompileError(f"unknown target '{target}' (dlc.compile supports 'llvm' and 'cuda')")
+            raise CompileError(f"unknown target '{target}' (dlc.compile supports 'llvm', 'cuda' and 'c')")
         try:
             target = Target.from_string(target)  # "llvm": the host, once here
         except TargetError as err:
@@ -580,6 +584,31 @@ def _compile_cuda(source, entry: str | None, example_args=None):
         program = build(module, entry=entry)
     except DiagnosticException as err:  # CudaBuildError, GpuLoweringError, pass errors...
         raise CompileError(_one_line(err, "cuda")) from None
+    program.timings["load"] = loaded
+    return program
+
+
+def _compile_c(source, target, entry: str | None, example_args, num_threads, profile: bool):
+    """``target="c"``: portable C99 for bare metal (``dlc.backends.c.build``). Returns a
+    ``CProgram`` (``.source``, ``.header``, ``.metadata``, ``.export(path)``: the archive);
+    nothing is compiled or run here."""
+    from dlc.backends.c import build
+
+    try:
+        Target.from_string(target) if isinstance(target, str) else target  # "c -x": one line
+    except TargetError as err:
+        raise CompileError(str(err)) from None
+    if num_threads is not None:
+        raise CompileError("num_threads is for the llvm target (the C target runs no threads)")
+    if profile:
+        raise CompileError("profile=True is for the llvm target (the C target is not instrumented)")
+    start = time.perf_counter()
+    module = load_module(source, example_args)
+    loaded = time.perf_counter() - start
+    try:
+        program = build(module, entry=entry)
+    except DiagnosticException as err:  # CBuildError, pass errors...
+        raise CompileError(_one_line(err, "c target")) from None
     program.timings["load"] = loaded
     return program
 

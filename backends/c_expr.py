@@ -267,7 +267,7 @@ class FunctionWriter:
             return
         if name in BINARY:
             a, b = op.operands
-            self.define(op.results[0], f"{self[a]} {BINARY[name]} {self[b]}")
+            self.define(op.results[0], self.binary(name, a, b))
         elif name in UNSIGNED_BINARY:
             a, b = op.operands
             u = utype(a.type)
@@ -317,6 +317,9 @@ class FunctionWriter:
             self.if_op(op)
         else:
             raise self.error(op)
+
+    def binary(self, name: str, a: SSAValue, b: SSAValue) -> str:
+        return f"{self[a]} {BINARY[name]} {self[b]}"
 
     def float_literal(self, value: float, type_: Attribute) -> str:
         self.ctype(type_)  # f16 on a target without it: the error names the place
@@ -397,14 +400,14 @@ class FunctionWriter:
             self.line("{")
             self.depth += 1
             if iv.uses:
-                self.line(f"const int64_t {self.fresh(iv, 'i')} = {op.lower};")
+                self.line(f"const {self.ctype(iv.type)} {self.fresh(iv, 'i')} = {op.lower};")
         else:
             pragma = self.unroll_pragma() if op.loop_kind == "unrolled" else None
             if pragma:
                 self.line(pragma)
             name = self.fresh(iv, "i")
             step = f"{name}++" if op.stride == 1 else f"{name} += {op.stride}"
-            self.line(f"for (int64_t {name} = {op.lower}; {name} < {op.upper}; {step}) {{")
+            self.line(f"for ({self.ctype(iv.type)} {name} = {op.lower}; {name} < {op.upper}; {step}) {{")
             self.depth += 1
         self.block(op.body.block)
         self.depth -= 1
