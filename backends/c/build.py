@@ -72,14 +72,23 @@ def _dlc_name(attrs: ArrayAttr | None, index: int) -> str | None:
     return name.data if isinstance(name, StringAttr) else None
 
 
-def io_names(module: ModuleOp) -> dict[str, list[str]]:
-    """Graph function -> its input then output names (ONNX tensor names where known)."""
+def io_names(module: ModuleOp) -> dict[str, list[tuple[str, str]]]:
+    """Graph function -> (name, numpy dtype) of its inputs then outputs: ONNX tensor names
+    where known, and the graph's dtypes (the loop IR keeps no signedness: ui8 is i8)."""
     names = {}
     for fn in _graph_funcs(module):
+        types = [*fn.function_type.inputs.data, *fn.function_type.outputs.data]
         ins = [_dlc_name(fn.arg_attrs, i) or a.name_hint or f"input{i}" for i, a in enumerate(fn.body.block.args)]
         outs = [_dlc_name(fn.res_attrs, i) or f"output{i}" for i in range(len(fn.function_type.outputs.data))]
-        names[fn.sym_name.data] = ins + outs
+        names[fn.sym_name.data] = [(n, _dtype_name(t)) for n, t in zip(ins + outs, types)]
     return names
+
+
+def _dtype_name(type_) -> str | None:
+    try:
+        return numpy_name(type_.element_type)
+    except Exception:  # a type numpy has no name for: the C writer's type check reports it
+        return None
 
 
 def _run(name: str, module: ModuleOp) -> None:
@@ -206,12 +215,12 @@ def peak_live_bytes(host_code: HostCode) -> int:
                default=0)
 
 
-def _io(names: list[str], types, start: int) -> list[dict]:
+def _io(names: list[tuple[str, str | None]], types, start: int) -> list[dict]:
     out = []
     for k, t in enumerate(types):
-        dtype = numpy_name(t.element_type)
+        dtype = names[start + k][1] or numpy_name(t.element_type)
         shape = list(t.get_shape())
-        out.append({"name": names[start + k], "shape": shape, "dtype": dtype,
+        out.append({"name": names[start + k][0], "shape": shape, "dtype": dtype,
                     "ctype": C_TYPES.get(dtype, "uint8_t"),
                     "bytes": int(np.prod(shape)) * np.dtype(dtype).itemsize})
     return out
@@ -230,7 +239,7 @@ def emit_header(name: str, meta: dict) -> str:
         " *",
         " * Outputs must not overlap the inputs or each other; the workspace is not zeroed and may",
         " * be reused between calls (not by two calls at once). */",
-        f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>", "",
+        f"#ifndef {guard}", f"#define {guard}", "", "#include <stdbool.h>", "#include <stdint.h>", "",
         "#ifdef __cplusplus", 'extern "C" {', "#endif", "",
         "/* status codes of the entry */",
         *(f"#define {k} {v}" for k, v in STATUS.items()), "",
@@ -311,7 +320,7 @@ def build(module: ModuleOp, name: str = "model", entry: str | None = None) -> CP
     arg_types = [a.type for a in host.body.block.args]
     given = names.get(hname)
     if given is None or len(given) != len(arg_types):
-        given = [a.name_hint or f"{'input' if a.index < num_inputs else 'output'}{a.index}"
+        given = [(a.name_hint or f"{'input' if a.index < num_inputs else 'output'}{a.index}", None)
                  for a in host.body.block.args]
     try:
         kernels, host_code, libm = emit_module(module, host, prefix, given)

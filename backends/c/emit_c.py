@@ -271,17 +271,10 @@ class HostCode:
     kernels: list[str] = field(default_factory=list)
 
 
-def io_ctype(element_type: Attribute, w: CWriter) -> str:
-    """The C type of an input/output element: unsigned integers as uintN_t (the kernels
-    hold all integers as signed storage and use unsigned ops where the IR says so)."""
-    c = w.ctype(element_type)
-    return "u" + c if numpy_name(element_type).startswith("uint") else c
-
-
 def emit_host(host: func.FuncOp, prefix: str, libm: set[str],
-              io_names: list[str] | None = None) -> HostCode:  # noqa: C901 - one walk
+              io_names: list[tuple[str, str | None]] | None = None) -> HostCode:  # noqa: C901 - one walk
     """The entry function ``<prefix>_run`` of a planned host function; ``io_names``: the
-    model's input and output names (parameters ``in_<name>``, ``out_<name>``)."""
+    model's input and output (name, numpy dtype) (parameters ``in_<name>``, ``out_<name>``)."""
     name = host.sym_name.data
     w = CWriter(f"host function @{name}", libm)
     num_inputs = host.attributes["tloop.num_inputs"].value.data  # type: ignore[union-attr]
@@ -289,13 +282,17 @@ def emit_host(host: func.FuncOp, prefix: str, libm: set[str],
     params, checks = [], []
     for arg in block.args:
         role = "in" if arg.index < num_inputs else "out"
-        hint = io_names[arg.index] if io_names else arg.name_hint
+        hint, dtype = io_names[arg.index] if io_names else (arg.name_hint, None)
         var = w.fresh_named(arg, f"{role}_" + re.sub(r"[^A-Za-z0-9_]", "_", hint or str(arg.index)))
         const = "const " if role == "in" else ""
-        c = w.ctype(arg.type.element_type)
-        io_c = io_ctype(arg.type.element_type, w)
+        try:
+            c = w.ctype(arg.type.element_type)
+        except CEmitError:
+            raise CEmitError(f"c target: @{name}: {role}put '{hint}' has element type {arg.type.element_type}, "
+                             "which C99 has no type for") from None
+        io_c = "u" + c if (dtype or numpy_name(arg.type.element_type)).startswith("uint") else c
         params.append(f"{const}{io_c} *{var}")
-        if io_c != c:  # unsigned data: the kernels work on the same bits as signed storage
+        if io_c != c:  # unsigned data (uintN_t *): the kernels hold integers as signed storage
             w.names[arg] = f"({const}{c} *){var}"
         checks.append(var)
     params.append("void *workspace")
@@ -417,12 +414,13 @@ def emit_weight(weight: WeightArray, array: np.ndarray, per_line: int = 8) -> st
 def emit_module(module: ModuleOp, host: func.FuncOp, prefix: str, io_names: list[str] | None = None):
     """(kernel texts, HostCode, libm functions used) of a planned module's entry ``host``."""
     libm: set[str] = set()
-    host_code = emit_host(host, prefix, libm, io_names)
     kernels = {op.sym_name.data: op for op in module.ops if isinstance(op, func.FuncOp)}
-    parts = []
-    for kname in dict.fromkeys(host_code.kernels):
+    parts = []  # the kernels first: an unsupported type or op is reported at its kernel
+    called = [op.callee.string_value() for op in host.body.block.ops if isinstance(op, func.CallOp)]
+    for kname in dict.fromkeys(called):
         kernel = kernels.get(kname)
         if kernel is None or kernel.is_declaration:
             raise CEmitError(f"c target: host function @{host.sym_name.data}: @{kname} is not a kernel of the module")
         parts.append(emit_kernel(kernel, libm))
+    host_code = emit_host(host, prefix, libm, io_names)
     return parts, host_code, libm
