@@ -9,7 +9,7 @@ runs that under qemu).
     program.export("model.tar")                     # src/, include/, metadata.json
 """
 
-from dlc.backends.c.build import ARCHIVE_FORMAT, CBuildError, CProgram, build
+from dlc.backends.c.build import ARCHIVE_FORMAT, CBuildError, CProgram, build, emit_c_source
 from dlc.backends.c.emit_c import LIBM_FUNCTIONS, CEmitError
 
-__all__ = ["ARCHIVE_FORMAT", "CBuildError", "CEmitError", "CProgram", "LIBM_FUNCTIONS", "build"]
+__all__ = ["ARCHIVE_FORMAT", "CBuildError", "CEmitError", "CProgram", "LIBM_FUNCTIONS", "build", "emit_c_source"]

@@ -400,3 +400,9 @@ def build(module: ModuleOp, name: str = "model", entry: str | None = None) -> CP
 
 def _arity(fname: str) -> int:
     return {"powf": 2, "pow": 2, "fmodf": 2, "fmod": 2, "fmaf": 3, "fma": 3}.get(fname, 1)
+
+
+def emit_c_source(module: ModuleOp) -> str:
+    """``dlc-translate --to-c``: the C text (src/model.c) of ``module`` (modified in place);
+    the weights, header and metadata come with ``dlc compile --target c``."""
+    return build(module).source
