@@ -53,7 +53,7 @@ MATH = {
     "math.log2": "log2f", "math.trunc": "truncf",
     "math.acos": "acosf", "math.asin": "asinf", "math.atan": "atanf",
     "arith.maximumf": "dlc_maximumf", "arith.minimumf": "dlc_minimumf", "arith.maxnumf": "fmaxf",
-    "arith.minnumf": "fminf", "arith.remf": "fmodf",
+    "arith.minnumf": "fminf", "arith.remf": "fmodf", "math.copysign": "copysignf",
 }
 SIGNED_MINMAX = {"arith.maxsi": ">", "arith.minsi": "<", "arith.maxui": ">", "arith.minui": "<"}
 RESERVED = {

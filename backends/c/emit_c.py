@@ -51,7 +51,7 @@ LIBM_FUNCTIONS = (
 )
 OWN_HELPERS = {  # MATH-table names the C target implements itself (prelude below)
     "dlc_maximumf": "dlc_maximumf", "dlc_minimumf": "dlc_minimumf", "fmaxf": "dlc_maxnumf",
-    "fminf": "dlc_minnumf", "fabsf": "dlc_fabsf",
+    "fminf": "dlc_minnumf", "fabsf": "dlc_fabsf", "copysignf": "dlc_copysignf",
 }
 
 STATUS = {"DLC_STATUS_OK": 0, "DLC_STATUS_NULL_ARGUMENT": 1, "DLC_STATUS_MISALIGNED": 2}
@@ -106,6 +106,13 @@ static inline double dlc_maxnum(double a, double b) { return a != a ? b : (b != 
 static inline double dlc_minnum(double a, double b) { return a != a ? b : (b != b ? a : (a < b ? a : b)); }
 static inline float dlc_fabsf(float x) { return dlc_bits_f32(dlc_f32_bits(x) & 0x7fffffff); }
 static inline double dlc_fabs(double x) { return dlc_bits_f64(dlc_f64_bits(x) & 0x7fffffffffffffffLL); }
+static inline float dlc_copysignf(float x, float s) {
+  return dlc_bits_f32((int32_t)(((uint32_t)dlc_f32_bits(x) & 0x7fffffffu) | ((uint32_t)dlc_f32_bits(s) & 0x80000000u)));
+}
+static inline double dlc_copysign(double x, double s) {
+  return dlc_bits_f64((int64_t)(((uint64_t)dlc_f64_bits(x) & 0x7fffffffffffffffULL) |
+                                ((uint64_t)dlc_f64_bits(s) & 0x8000000000000000ULL)));
+}
 """
 
 

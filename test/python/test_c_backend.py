@@ -270,3 +270,51 @@ def test_bad_target_options_are_one_line(tmp_path):
     proc = _cli("compile", CNN_ONNX, "--target", "c -O3", "-o", str(tmp_path / "x.tar"))
     assert proc.returncode == 1 and len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "x.tar").exists()
+
+
+# --------------------------------------------------------------------------- every op
+
+
+def _op_case_ids():
+    from dlc.backends.cuda.op_cases import OP_CASES
+
+    return {c.id: c for c in OP_CASES}
+
+
+# a cross-section that runs by default: integers, bools, NaN, reductions, indexing,
+# transcendental polynomials (expand-math), the nchwc ops and the te custom op
+FAST_OP_CASES = ("relu_nan", "mod_i32", "shift_right", "cast_u8_2f", "argmax_last", "top_k", "resize_linear",
+                 "atan", "scatter_elements", "custom_matmul_relu")
+
+
+def _run_op_case(case, tmp_path):
+    import dlc.frontends.te  # noqa: F401  (graph.custom's te language)
+    from xdsl.dialects.builtin import ModuleOp
+
+    from dlc.backends.c import build
+    from dlc.backends.cuda.op_cases import case_function, case_inputs, max_error
+    from dlc.evaluator import evaluate
+
+    module = ModuleOp([case_function(case)])
+    inputs = case_inputs(case)
+    want = evaluate(module.clone(), inputs, entry=case.id)
+    if any("f16" in str(x.type) for x in case.inputs) or case.id == "cast_f2f16":
+        with pytest.raises(Exception, match=r"^c target: kernel @\w+ \(graph\.\w+\): unsupported type f16$"):
+            build(module, entry=case.id)
+        return
+    got = run_on_host(build(module, entry=case.id), inputs, str(tmp_path), flags=("-O0",))
+    for g, w in zip(got, want):
+        assert max_error(g, w, case) is None, max_error(g, w, case)
+
+
+@pytest.mark.parametrize("case_id", FAST_OP_CASES)
+def test_op_case(case_id, tmp_path):
+    _run_op_case(_op_case_ids()[case_id], tmp_path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case_id", sorted(set(_op_case_ids()) - set(FAST_OP_CASES)))
+def test_every_op_case(case_id, tmp_path):
+    """Every op class of the GPU coverage cases (backends/cuda/op_cases.py) through the C
+    target against the evaluator; f16 cases are the one-line unsupported-type error."""
+    _run_op_case(_op_case_ids()[case_id], tmp_path)
