@@ -221,7 +221,10 @@ def kernel_comment(kernel: func.FuncOp, w: CWriter) -> list[str]:
     return [head, f"// reads {', '.join(reads) or 'nothing'}; writes {', '.join(writes) or 'nothing'}"]
 
 
-def emit_kernel(kernel: func.FuncOp, libm: set[str]) -> str:
+def emit_kernel(kernel: func.FuncOp, libm: set[str], restrict: bool = False) -> str:
+    """``restrict``: no call site passes a written argument overlapping another one
+    (:func:`restrict_kernels`), so every pointer parameter is ``restrict`` (the
+    compiler keeps accumulators in registers)."""
     name = kernel.sym_name.data
     source = kernel.attributes.get("tloop.fused") or kernel.attributes.get("tloop.source")
     w = CWriter(f"kernel @{name}" + (f" ({source.data})" if source else ""), libm)
@@ -231,7 +234,8 @@ def emit_kernel(kernel: func.FuncOp, libm: set[str]) -> str:
         if not isinstance(arg.type, MemRefType):
             raise CEmitError(f"c target: kernel @{name}: argument #{arg.index} is not a memref")
         const = "" if arg.index in written else "const "
-        params.append(f"{const}{w.ctype(arg.type.element_type)} *{w.fresh(arg, f'arg{arg.index}')}")
+        star = "*restrict " if restrict else "*"
+        params.append(f"{const}{w.ctype(arg.type.element_type)} {star}{w.fresh(arg, f'arg{arg.index}')}")
     for arg in kernel.body.block.args:
         if not arg.uses:  # -Wunused-parameter
             w.line(f"(void){w[arg]};")
@@ -418,6 +422,38 @@ def emit_weight(weight: WeightArray, array: np.ndarray, per_line: int = 8) -> st
             + ",\n  ".join(rows) + "\n};")
 
 
+def _extent(value: SSAValue, views: dict) -> tuple[object, int, int]:
+    """(base, first byte, end byte) of a host value: a workspace view's range of the
+    arena, else the value itself (an input, output or weight: distinct objects)."""
+    if value in views:
+        return views[value]
+    return (value, 0, byte_size(value.type) if isinstance(value.type, MemRefType) else 1)
+
+
+def restrict_kernels(host: func.FuncOp, kernels: dict[str, func.FuncOp]) -> set[str]:
+    """Kernels whose every call passes each written argument disjoint from the others
+    (the plan never overlaps buffers live at one call, but this is checked, not assumed)."""
+    views: dict[SSAValue, tuple[object, int, int]] = {}
+    unsafe: set[str] = set()
+    called: set[str] = set()
+    for op in host.body.block.ops:
+        if isinstance(op, memref.ViewOp) and isinstance(op.byte_shift.owner, arith.ConstantOp):
+            start = op.byte_shift.owner.value.value.data  # type: ignore[union-attr]
+            views[op.result] = (op.source, start, start + byte_size(op.result.type))
+        elif isinstance(op, memref.ReinterpretCastOp):
+            views[op.result] = _extent(op.source, views)
+        elif isinstance(op, func.CallOp):
+            name = op.callee.string_value()
+            called.add(name)
+            written = stored_args(kernels[name])
+            extents = [_extent(a, views) for a in op.operands]
+            for i in written:
+                base, lo, hi = extents[i]
+                if any(j != i and b is base and lo < h and l < hi for j, (b, l, h) in enumerate(extents)):
+                    unsafe.add(name)
+    return called - unsafe
+
+
 def emit_module(module: ModuleOp, host: func.FuncOp, prefix: str, io_names: list[str] | None = None):
     """(kernel texts, HostCode, libm functions used) of a planned module's entry ``host``."""
     libm: set[str] = set()
@@ -428,6 +464,8 @@ def emit_module(module: ModuleOp, host: func.FuncOp, prefix: str, io_names: list
         kernel = kernels.get(kname)
         if kernel is None or kernel.is_declaration:
             raise CEmitError(f"c target: host function @{host.sym_name.data}: @{kname} is not a kernel of the module")
-        parts.append(emit_kernel(kernel, libm))
+    safe = restrict_kernels(host, kernels)
+    for kname in dict.fromkeys(called):
+        parts.append(emit_kernel(kernels[kname], libm, kname in safe))
     host_code = emit_host(host, prefix, libm, io_names)
     return parts, host_code, libm

@@ -174,7 +174,7 @@ def test_strict_freestanding_compile_and_undefined_symbols(tmp_path):
 def test_readable_source(tmp_path):
     program = dlc.compile(CNN_ONNX, target="c")
     src = program.source
-    assert "static void main_4_conv2d_add_relu(const float *x, const float *w, const float *extra0, float *out)" in src
+    assert "static void main_4_conv2d_add_relu(const float *restrict x, const float *restrict w, const float *restrict extra0, float *restrict out)" in src
     assert "// main_4_conv2d_add_relu: graph.conv2d+add+relu (form conv2d.direct)" in src
     assert "for (dlc_index_t oc = 0; oc < 16; oc++) {" in src
     assert "int dlc_model_run(const float *in_image, float *out_probs, void *workspace) {" in src

@@ -20,12 +20,12 @@ func.func @main(%a: tensor<3x1x5xf32>, %b: tensor<1x7x5xf32>, %w: tensor<5x2xf32
 // CHECK:      extern float fmaf(float, float, float);
 // CHECK:      // main_1_add_relu: graph.add+relu
 // CHECK-NEXT: // reads in0 3x1x5xf32, in1 1x7x5xf32; writes out 3x7x5xf32
-// CHECK-NEXT: static void main_1_add_relu(const float *in0, const float *in1, float *out) {
+// CHECK-NEXT: static void main_1_add_relu(const float *restrict in0, const float *restrict in1, float *restrict out) {
 // CHECK-NEXT:   for (dlc_index_t d0 = 0; d0 < 3; d0++) {
 // CHECK:            const float {{t[0-9]+}} = dlc_maximumf({{t[0-9]+}}, 0.0f);
 // CHECK:      // main_3_matmul_exp: graph.matmul+exp (form matmul)
 // CHECK-NEXT: // reads a 3x7x5xf32, b 5x2xf32; writes out 3x7x2xf32
-// CHECK-NEXT: static void main_3_matmul_exp(const float *a, const float *b, float *out) {
+// CHECK-NEXT: static void main_3_matmul_exp(const float *restrict a, const float *restrict b, float *restrict out) {
 // CHECK:              for (dlc_index_t k = 0; k < 5; k++) {
 // exp is a polynomial (expand-math), not a libm call
 // CHECK-NOT:  expf(
