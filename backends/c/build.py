@@ -85,10 +85,8 @@ def io_names(module: ModuleOp) -> dict[str, list[tuple[str, str]]]:
 
 
 def _dtype_name(type_) -> str | None:
-    try:
-        return numpy_name(type_.element_type)
-    except Exception:  # a type numpy has no name for: the C writer's type check reports it
-        return None
+    """The numpy name of a graph tensor's element type (None for a non-tensor)."""
+    return numpy_name(type_.element_type) if isinstance(type_, TensorType) else None
 
 
 def _run(name: str, module: ModuleOp) -> None:
