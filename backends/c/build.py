@@ -254,6 +254,7 @@ def emit_header(name: str, meta: dict) -> str:
                 f"/* {role.lower()} {k}: \"{io_['name']}\" {io_['dtype']}[{', '.join(map(str, io_['shape']))}] */",
                 f"#define {p}_NAME \"{io_['name']}\"",
                 f"#define {p}_DTYPE \"{io_['dtype']}\"",
+                f"#define {p}_CTYPE {io_['ctype']}",
                 f"#define {p}_RANK {len(io_['shape'])}",
                 f"#define {p}_SHAPE {{{', '.join(map(str, io_['shape'])) or '1'}}}",
                 f"#define {p}_ELEMENTS {int(np.prod(io_['shape']))}u",
