@@ -513,7 +513,9 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     LLVM generates its code. A target this host cannot run (``Target.runs_on_host``) is
     compiled without a JIT: ``export`` writes its library (a cross export), calling the
     module is a CompileError saying where it runs. ``-num-cores=N`` in the target is the
-    default of ``num_threads``.
+    default of ``num_threads``. "c": portable C99 source for bare metal, a
+    ``dlc.backends.c.CProgram`` (``.source``, ``.header``, ``.metadata``,
+    ``.export("model.tar")``), compiled by your C compiler, not here.
 
     ``num_threads``: threads for parallel loops (default: env ``DLC_NUM_THREADS``,
     else all cores). ``entry``: the default entry point (default ``@main`` or the
@@ -537,8 +539,10 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
         raise CompileError("profile=True is for the llvm target (the CUDA build is not instrumented)")
     if target.kind == "cuda":
         return _compile_cuda(source, entry, example_args)
+    if target.kind == "c":
+        return _compile_c(source, target, entry, example_args, num_threads, profile)
     if target.kind != "llvm":
-        raise CompileError(f"dlc.compile does not build the '{target}' target (it builds llvm and cuda targets)")
+        raise CompileError(f"dlc.compile does not build the '{target}' target (it builds llvm, cuda and c targets)")
     runs_here = target.runs_on_host()
     if profile and not runs_here:
         raise CompileError(f"profile=True needs a target this host runs: {cannot_run_here(target)}")
@@ -631,6 +635,31 @@ def _compile_cuda(source, entry: str | None, example_args=None):
         program = build(module, entry=entry)
     except DiagnosticException as err:  # CudaBuildError, GpuLoweringError, pass errors...
         raise CompileError(_one_line(err, "cuda")) from None
+    program.timings["load"] = loaded
+    return program
+
+
+def _compile_c(source, target, entry: str | None, example_args, num_threads, profile: bool):
+    """``target="c"``: portable C99 for bare metal (``dlc.backends.c.build``). Returns a
+    ``CProgram`` (``.source``, ``.header``, ``.metadata``, ``.export(path)``: the archive);
+    nothing is compiled or run here."""
+    from dlc.backends.c import build
+
+    try:
+        Target.from_string(target) if isinstance(target, str) else target  # "c -x": one line
+    except TargetError as err:
+        raise CompileError(str(err)) from None
+    if num_threads is not None:
+        raise CompileError("num_threads is for the llvm target (the C target runs no threads)")
+    if profile:
+        raise CompileError("profile=True is for the llvm target (the C target is not instrumented)")
+    start = time.perf_counter()
+    module = load_module(source, example_args)
+    loaded = time.perf_counter() - start
+    try:
+        program = build(module, entry=entry)
+    except DiagnosticException as err:  # CBuildError, pass errors...
+        raise CompileError(_one_line(err, "c target")) from None
     program.timings["load"] = loaded
     return program
 

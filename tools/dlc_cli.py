@@ -1,6 +1,7 @@
 """dlc: compile and run models from the command line.
 
     dlc compile model.onnx -o model.so [--target llvm|aarch64|riscv64|TARGET] [--pass-timing]
+    dlc compile model.onnx -o model.tar --target c   # C99 source archive (bare metal)
     dlc run model.mlir|model.onnx|model.so [--entry NAME] [--input x.npy | --input x=x.npy ...]
             [--check] [--repeat N] [--threads N] [--seed S] [--bisect]
             [--profile TRACE.json]
@@ -38,7 +39,7 @@ TOOL = "dlc"
 Spec = tuple[str, tuple[int, ...], np.dtype]
 
 
-TARGET_HELP = ("target: 'llvm' (this host, the default), 'cuda', a TVM-style string ('llvm "
+TARGET_HELP = ("target: 'llvm' (this host, the default), 'cuda', 'c' (C99 source, bare metal), a TVM-style string ('llvm "
                "-mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+dotprod -num-cores=4') or a "
                f"preset: {', '.join(PRESETS)}")
 
@@ -50,7 +51,8 @@ def build_arg_parser() -> ArgumentParser:
 
     comp = sub.add_parser("compile", help="compile .mlir/.onnx to a shared library")
     comp.add_argument("model", help="model.mlir or model.onnx")
-    comp.add_argument("-o", "--output", required=True, help="output shared library (.so)")
+    comp.add_argument("-o", "--output", required=True,
+                      help="output shared library (.so; --target c: a .tar of C source)")
     comp.add_argument("--target", default="llvm", help=TARGET_HELP)
     comp.add_argument("--entry", help="function to export as the default entry (default: @main)")
     comp.add_argument("--threads", type=int, help="thread count baked in as default")
@@ -200,6 +202,9 @@ def cmd_compile(args) -> int:
     # the library is linked into a temporary path, then put at -o by the rule of
     # dlc.output_files (renamed over a file, written through a device or FIFO)
     publish_file(lambda tmp: _guard(f"exporting '{args.output}'", compiled.export, tmp), args.output)
+    summary = getattr(compiled, "summary", None)  # the C target: its arena size
+    if summary is not None:
+        print(summary(), file=sys.stderr)
     if args.pass_timing:
         print_timings(dict(getattr(compiled, "timings", {}) or {}), sys.stderr)
     return 0

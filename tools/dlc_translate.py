@@ -3,6 +3,7 @@
     dlc-translate --to-llvm model.mlir -o model.ll      # LLVM IR text
     dlc-translate --to-cuda model.mlir|model.onnx -o m.cu  # one .cu (+ m.cu.weights.npz)
     dlc-translate --to-ptx  model.mlir --arch sm_90     # PTX
+    dlc-translate --to-c    model.mlir|model.onnx       # portable C99 (the archive's src/model.c)
     dlc-translate --from-onnx model.onnx -o model.mlir  # graph IR, weights inline (dense_resource)
     dlc-translate --from-onnx model.onnx -o model.mlir --external-weights  # + model.mlir.weights.npz
     dlc-translate --from-te kernel.te                   # loop IR of a tensor expression
@@ -90,6 +91,9 @@ TRANSLATIONS: dict[str, Translation] = {
     "to-llvm": Translation("dlc.driver", "translate_to_llvm_ir", "export", "LLVM IR text (lowers graph IR as needed)"),
     "to-cuda": Translation("dlc.backends.cuda", "emit_cuda", "export", "one self-contained CUDA C++ .cu file",
                            ("CudaEmitError", "GpuLoweringError")),
+    "to-c": Translation("dlc.backends.c", "emit_c_source", "export",
+                        "portable C99 (src/model.c of `dlc compile --target c`; weights in src/weights.c)",
+                        ("CBuildError",)),
     "to-ptx": Translation("dlc.backends.cuda", "emit_ptx", "export", "PTX assembly (--arch, default sm_90)",
                           ("PtxEmitError", "GpuLoweringError")),
     "from-onnx": Translation("dlc.frontends.onnx", "import_model", "import", "an ONNX model -> graph-dialect IR",
