@@ -209,12 +209,15 @@ def _default_entry(entries: dict, entry: str | None) -> str:
     return "main" if "main" in entries else next(iter(entries))
 
 
-def metadata_for(module: ModuleOp, entry: str | None = None, num_threads: int | None = None) -> str | None:
-    """JSON metadata of ``module``'s entry points, or None for llvm-dialect input."""
+def metadata_for(module: ModuleOp, entry: str | None = None, num_threads: int | None = None,
+                 target: Target | None = None) -> str | None:
+    """JSON metadata of ``module``'s entry points (and the target string and triple
+    when ``target`` is given), or None for llvm-dialect input."""
     entries = entry_specs(module)
     if not entries:
         return None
-    meta = metadata_json(entries, _default_entry(entries, entry))
+    meta = metadata_json(entries, _default_entry(entries, entry),
+                         *((str(target), target.triple) if target is not None else ()))
     if num_threads is not None:
         import json
 
@@ -400,16 +403,22 @@ def _timed(timings: dict[str, float], stage: str):
 
 
 class CompiledModule:
-    """A JIT-compiled model: ``module(*arrays) -> list[np.ndarray]``.
+    """A compiled model: ``module(*arrays) -> list[np.ndarray]`` (JIT-compiled when the
+    target runs on this host).
 
     Attributes: ``input_specs``/``output_specs`` (default entry, lists of
     ``(name, shape, dtype)``), ``timings`` (stage -> seconds), ``llvm_ir``
-    (unoptimized LLVM IR text), ``optimized_llvm_ir``; ``run(entry, *arrays)``
-    calls another entry point; ``export(path)`` writes a shared library.
+    (unoptimized LLVM IR text), ``optimized_llvm_ir``, ``target`` (the
+    ``dlc.target.Target`` it was built for); ``run(entry, *arrays)`` calls another
+    entry point; ``export(path)`` writes a shared library for the target. A module for
+    a target this host cannot run (another architecture, or a CPU feature the host
+    lacks) has no JIT: calling it is a CompileError, ``export`` works.
     """
 
-    def __init__(self, native: NativeModule, jit, llvm_ir: str, weights: dict[str, np.ndarray],
-                 timings: dict[str, float], num_threads: int | None, profiler=None):
+    def __init__(self, native: NativeModule | None, jit, llvm_ir: str, weights: dict[str, np.ndarray],
+                 timings: dict[str, float], num_threads: int | None, profiler=None,
+                 target: Target | None = None,
+                 entries: dict[str, tuple[list[Spec], list[Spec]]] | None = None, default: str | None = None):
         self._native = native
         self._jit = jit
         self.llvm_ir = llvm_ir
@@ -417,6 +426,16 @@ class CompiledModule:
         self.timings = timings
         self._num_threads = num_threads
         self._profiler = profiler  # dlc.runtime.profile.Profiler when compiled with profile=True
+        self.target = target
+        self._entries = entries if entries is not None else {
+            name: (list(p.inputs), list(p.outputs)) for name, p in native.entries.items()}
+        self._default = default if default is not None else native.default_entry
+        self._optimized: str | None = None
+
+    def _runnable(self) -> NativeModule:
+        if self._native is None:
+            raise CompileError(cannot_run_here(self.target))
+        return self._native
 
     def profile(self, *arrays, repeat: int = 10, entry: str | None = None):
         """Run ``repeat`` timed calls (after one warm-up call) and return their
@@ -433,29 +452,35 @@ class CompiledModule:
             raise CompileError(str(err)) from None
 
     def __call__(self, *arrays, outputs=None) -> list[np.ndarray]:
-        return self._native(*arrays, outputs=outputs)
+        return self._runnable()(*arrays, outputs=outputs)
 
     def run(self, entry: str, *arrays, outputs=None) -> list[np.ndarray]:
-        return self._native.run(entry, *arrays, outputs=outputs)
+        return self._runnable().run(entry, *arrays, outputs=outputs)
 
     @property
     def input_specs(self) -> list[Spec]:
-        return self._native.input_specs
+        return list(self._entries[self._default][0])
 
     @property
     def output_specs(self) -> list[Spec]:
-        return self._native.output_specs
+        return list(self._entries[self._default][1])
 
     @property
     def entries(self) -> list[str]:
-        return list(self._native.entries)
+        return list(self._entries)
 
     @property
     def optimized_llvm_ir(self) -> str:
-        return self._jit.optimized_ir
+        if self._jit is not None:
+            return self._jit.optimized_ir
+        if self._optimized is None:  # no JIT (a cross target): optimized for the target here
+            from dlc.backends.llvm.jit import parse_and_optimize, target_machine
+
+            self._optimized = str(parse_and_optimize(self.llvm_ir, target_machine(self.target)))
+        return self._optimized
 
     def set_num_threads(self, n: int) -> None:
-        self._native.set_num_threads(n)
+        self._runnable().set_num_threads(n)
 
     def export(self, path: str) -> str:
         """Write a shared library (weights embedded) loadable by ``dlc.runtime.load``
@@ -467,7 +492,7 @@ class CompiledModule:
 
         start = time.perf_counter()
         try:
-            export_shared_library(self.llvm_ir, self._weights, path)
+            export_shared_library(self.llvm_ir, self._weights, path, target=self.target)
         except ExportError as err:
             raise CompileError(str(err)) from None
         except DiagnosticError as err:  # the path cannot be written (output_files)
@@ -482,9 +507,13 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     """Compile ``source`` (MLIR text, .mlir/.onnx/.tflite/.pt2 path, onnx.ModelProto, ModuleOp,
     torch ExportedProgram, or a torch nn.Module with ``example_args``) for the host CPU.
 
-    ``target``: "llvm" (the host), "cuda", or a ``dlc.target.Target`` / target string
-    (``"llvm -mcpu=skylake-avx512"``) the schedules plan for; the code still runs here,
-    so it must be one this machine runs.
+    ``target``: "llvm" (the host), "cuda", a preset ("aarch64", "riscv64", "x86-64-v3":
+    ``dlc.target.PRESETS``), or a ``dlc.target.Target`` / target string
+    (``"llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72"``): the schedules plan for it and
+    LLVM generates its code. A target this host cannot run (``Target.runs_on_host``) is
+    compiled without a JIT: ``export`` writes its library (a cross export), calling the
+    module is a CompileError saying where it runs. ``-num-cores=N`` in the target is the
+    default of ``num_threads``.
 
     ``num_threads``: threads for parallel loops (default: env ``DLC_NUM_THREADS``,
     else all cores). ``entry``: the default entry point (default ``@main`` or the
@@ -499,25 +528,28 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     (again with ``(i, n)`` per kernel), "expand-math", "plan-workspace", "lower-to-llvm",
     "translate", "llvm-jit"; ``detail`` None) for a progress display (the CLI's).
     """
-    if profile and (target == "cuda" or getattr(target, "kind", None) == "cuda"):
-        raise CompileError("profile=True is for the llvm target (the CUDA build is not instrumented)")
     if isinstance(target, str):
-        if target == "cuda":
-            return _compile_cuda(source, entry, example_args)
-        if target.split(" ", 1)[0] != "llvm":
-            raise CompileError(f"unknown target '{target}' (dlc.compile supports 'llvm' and 'cuda')")
         try:
-            target = Target.from_string(target)  # "llvm": the host, once here
+            target = Target.from_string(target)  # "llvm": the host, once here; presets too
         except TargetError as err:
             raise CompileError(str(err)) from None
-    elif target.kind == "cuda":
+    if profile and target.kind == "cuda":
+        raise CompileError("profile=True is for the llvm target (the CUDA build is not instrumented)")
+    if target.kind == "cuda":
         return _compile_cuda(source, entry, example_args)
+    if target.kind != "llvm":
+        raise CompileError(f"dlc.compile does not build the '{target}' target (it builds llvm and cuda targets)")
+    runs_here = target.runs_on_host()
+    if profile and not runs_here:
+        raise CompileError(f"profile=True needs a target this host runs: {cannot_run_here(target)}")
     try:  # the default's source first: DLC_NUM_THREADS=abc is an error even when overridden
         env_thread_count()
         if num_threads is not None:
             num_threads = check_thread_count(num_threads, "num_threads")
     except DlcRuntimeError as err:
         raise CompileError(str(err)) from None
+    if num_threads is None:
+        num_threads = target.num_cores  # -num-cores=N: the module's default thread count
     from dlc.backends.llvm.jit import JITError, JITModule
     from dlc.backends.llvm.translate import TranslationError, translate
 
@@ -530,18 +562,21 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
         raise CompileError("the module has no function to compile (llvm-dialect input has no "
                            "entry-point metadata: compile graph- or loop-level IR)")
     default = _default_entry(entries, entry)
-    meta = metadata_for(module, default, num_threads)
+    meta = metadata_for(module, default, num_threads, target)
     lower_to_llvm_dialect(module, timings, layout, target, profile, progress)
     with timed("translate"):
         try:
-            translation = translate(module, meta)
+            translation = translate(module, meta, triple=target.triple)
         except (TranslationError, NotImplementedError) as err:
             raise CompileError(_one_line(err, "llvm translation")) from None
         llvm_ir = str(translation.module)
     weights = _bind_weights(module, translation.weight_symbols)
+    if not runs_here:  # no JIT: export (or cross-export) is all such a module does
+        return CompiledModule(None, None, llvm_ir, weights, timings, num_threads, target=target,
+                              entries=entries, default=default)
     with timed("llvm-jit"):
         try:
-            jit = JITModule(llvm_ir, weights, opt=opt)
+            jit = JITModule(llvm_ir, weights, opt=opt, target=target)
         except JITError as err:
             raise CompileError(str(err)) from None
     points = {
@@ -552,7 +587,22 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     if num_threads is not None:
         native.set_num_threads(num_threads)
     return CompiledModule(native, jit, llvm_ir, weights, timings, num_threads,
-                          _profiler(module, jit) if profile else None)
+                          _profiler(module, jit) if profile else None, target=target)
+
+
+def cannot_run_here(target: Target, built: bool = True) -> str:
+    """Why this host cannot run code built for ``target``, and what runs it (``built``:
+    the module exists; else the words for a target checked before compiling)."""
+    from dlc.target import host_arch
+
+    what = "compiled for" if built else "code for"
+    if target.arch != host_arch():
+        return (f"{what} {target.triple}; this host ({host_arch()}) cannot run it: export it "
+                f"and run it with dlc-run under qemu-{target.arch}, or on the device over RPC")
+    missing = sorted(target.features - Target.host().features)
+    return (f"{what} '{target}', which needs CPU features this host lacks "
+            f"({', '.join('+' + f for f in missing)}): export it and run it on such a machine, "
+            "or over RPC")
 
 
 def _profiler(module: ModuleOp, jit):

@@ -44,6 +44,7 @@ TRAILER = struct.Struct("<8sQ32s")  # magic, payload length, sha256 of the paylo
 # not listed skips the machine check (dlopen still refuses a foreign file)
 _MACHINES = {"x86_64": 62, "amd64": 62, "aarch64": 183, "arm64": 183, "ppc64le": 21,
              "s390x": 22, "riscv64": 243}
+_ARCH_OF_MACHINE = {62: "x86_64", 183: "aarch64", 21: "ppc64le", 22: "s390x", 243: "riscv64"}
 _ET_DYN = 3
 _SHT_NOBITS = 8
 
@@ -110,7 +111,11 @@ def check_elf(data: bytes) -> None:
         raise LibraryError(f"not a shared library (ELF type {e_type})")
     host = platform.machine().lower()
     if host in _MACHINES and e_machine != _MACHINES[host]:
-        raise LibraryError(f"built for another machine (ELF machine {e_machine}, this host is {host})")
+        arch = _ARCH_OF_MACHINE.get(e_machine)
+        if arch is None:
+            raise LibraryError(f"built for another machine (ELF machine {e_machine}, this host is {host})")
+        raise LibraryError(f"built for {arch} (ELF machine {e_machine}), this host is {host}: run it "
+                           f"with dlc-run under qemu-{arch}, or over RPC")
     if (e_phnum and e_phentsize != 56) or (e_shnum and e_shentsize != 64):
         raise LibraryError(f"corrupt ELF header (entry sizes {e_phentsize}/{e_shentsize}, expected 56/64)")
     _within("program header table", e_phoff, e_phentsize * e_phnum, size)

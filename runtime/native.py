@@ -332,15 +332,23 @@ class NativeModule:
             self._set_threads(n)
 
 
-def metadata_json(entries: dict[str, tuple[list[Spec], list[Spec]]], default_entry: str) -> str:
-    return json.dumps({
+def metadata_json(entries: dict[str, tuple[list[Spec], list[Spec]]], default_entry: str,
+                  target: str | None = None, triple: str | None = None) -> str:
+    """The ``dlc_metadata`` JSON: format, default entry, each entry's inputs and outputs,
+    and (when given) the target string and triple the code was built for."""
+    data = {
         "format": METADATA_FORMAT,
         "default_entry": default_entry,
         "entries": {
             name: {"inputs": specs_to_json(ins), "outputs": specs_to_json(outs)}
             for name, (ins, outs) in entries.items()
         },
-    })
+    }
+    if target is not None:
+        data["target"] = target
+    if triple is not None:
+        data["triple"] = triple
+    return json.dumps(data)
 
 
 def load(path: str, num_threads: int | None = None) -> NativeModule:

@@ -1,6 +1,6 @@
 """dlc: compile and run models from the command line.
 
-    dlc compile model.onnx -o model.so [--target llvm] [--pass-timing]
+    dlc compile model.onnx -o model.so [--target llvm|aarch64|riscv64|TARGET] [--pass-timing]
     dlc run model.mlir|model.onnx|model.so [--entry NAME] [--input x.npy | --input x=x.npy ...]
             [--check] [--repeat N] [--threads N] [--seed S] [--bisect]
             [--profile TRACE.json]
@@ -31,10 +31,16 @@ import numpy as np
 
 from dlc.diagnostics import DiagnosticError, parse_module, read_text, run_tool, verify_module
 from dlc.output_files import OutputSet, check_writable, publish_file
+from dlc.target import PRESETS
 from dlc.tools.dlc_opt import ArgumentParser, load_weights, print_timings
 
 TOOL = "dlc"
 Spec = tuple[str, tuple[int, ...], np.dtype]
+
+
+TARGET_HELP = ("target: 'llvm' (this host, the default), 'cuda', a TVM-style string ('llvm "
+               "-mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+dotprod -num-cores=4') or a "
+               f"preset: {', '.join(PRESETS)}")
 
 
 def build_arg_parser() -> ArgumentParser:
@@ -45,7 +51,7 @@ def build_arg_parser() -> ArgumentParser:
     comp = sub.add_parser("compile", help="compile .mlir/.onnx to a shared library")
     comp.add_argument("model", help="model.mlir or model.onnx")
     comp.add_argument("-o", "--output", required=True, help="output shared library (.so)")
-    comp.add_argument("--target", default="llvm", help="backend (default: llvm)")
+    comp.add_argument("--target", default="llvm", help=TARGET_HELP)
     comp.add_argument("--entry", help="function to export as the default entry (default: @main)")
     comp.add_argument("--threads", type=int, help="thread count baked in as default")
     comp.add_argument("--pass-timing", action="store_true", help="print the time of each stage to stderr")
@@ -60,7 +66,7 @@ def build_arg_parser() -> ArgumentParser:
     run.add_argument("--repeat", type=int, default=5, help="timed runs (default 5)")
     run.add_argument("--threads", type=int, help="threads for parallel loops")
     run.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
-    run.add_argument("--target", default="llvm", help="backend (default: llvm)")
+    run.add_argument("--target", default="llvm", help=TARGET_HELP + "; run needs one this host runs")
     run.add_argument("--expect", action="append", default=[], metavar="FILE.npy|FILE.pb",
                      help="a stored expected output (.npy, or an ONNX TensorProto .pb), in output order "
                           "(repeatable); the run fails when an output differs")
@@ -373,6 +379,18 @@ def check_run_args(args) -> None:
             raise DiagnosticError(f"{flag} needs a finite number >= 0, got {value}")
 
 
+def check_target_runs_here(text: str) -> None:
+    """``dlc run --target T`` needs a T this host runs (a bad T is the compile's error)."""
+    from dlc.target import Target, TargetError
+
+    try:
+        target = Target.from_string(text)
+    except TargetError:
+        return
+    if target.kind == "llvm" and not target.runs_on_host():
+        raise DiagnosticError(f"--target {text}: {_driver().cannot_run_here(target, built=False)}")
+
+
 def cmd_run(args) -> int:
     if args.bisect:
         from dlc.tools.numeric_bisect import bisect_command
@@ -399,6 +417,7 @@ def cmd_run(args) -> int:
         point = module.entries[entry]
         call, in_specs, out_specs = point, list(point.inputs), list(point.outputs)
     else:
+        check_target_runs_here(args.target)  # before the compile, which would be for nothing
         compiled = compile_model(args.model, args.target, args.entry, args.threads, bool(args.profile))
         call, in_specs = compiled, list(compiled.input_specs)
         out_specs = list(compiled.output_specs)

@@ -5,11 +5,17 @@ generated assembler file defines each weight symbol with ``.incbin`` (64-byte
 aligned, hidden visibility), assembled with ``cc -c`` and linked with the
 object llvmlite emits. The library links libgomp for parallel loops.
 
-Code generation uses the JIT's own ``host_target_machine`` (jit.py): the host
-CPU name and its full feature list (AVX2/AVX-512/FMA where present), only
-position-independent. So an exported kernel is the same machine code as the
-JIT's (``test_export_fma.py`` checks that a matmul keeps its ``vfmadd``), and
-the library runs only on CPUs with the exporting host's features.
+Code generation uses ``target_machine(target)`` (jit.py): for the host (no target,
+or ``Target.host()``) the JIT's own ``host_target_machine``, the host CPU name and
+its full feature list (AVX2/AVX-512/FMA where present), only position-independent.
+So a host export is the same machine code as the JIT's (``test_export_fma.py``
+checks that a matmul keeps its ``vfmadd``), and runs only on CPUs with the
+exporting host's features. For another target (``dlc.target.Target``: another
+CPU, or another architecture: a cross export) the object is code for its triple,
+CPU and features, and the C compiler, the libgomp and the assembler of the
+weights are the target's (``toolchain.py``: ``aarch64-linux-gnu-gcc`` and the
+sysroot's libgomp for aarch64...); a missing one is an ``ExportError`` naming
+the Debian package.
 
 The linked library gets a checksum trailer (magic, length, sha256 of the whole
 library: metadata, code and weights; ``dlc.runtime.library``), which
@@ -19,26 +25,20 @@ library: metadata, code and weights; ``dlc.runtime.library``), which
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tempfile
 
 import numpy as np
 
-from dlc.backends.llvm.jit import host_target_machine, libgomp_path, parse_and_optimize
+from dlc.backends.llvm import toolchain
+from dlc.backends.llvm.jit import JITError, parse_and_optimize, target_machine
 from dlc.output_files import check_writable, publish_file
 from dlc.runtime.library import append_trailer
+from dlc.target import Target
 
 
 class ExportError(Exception):
-    """The C compiler/linker failed, or no C compiler is available."""
-
-
-def _cc() -> str:
-    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if name and shutil.which(name):
-            return name
-    raise ExportError("export: no C compiler (cc/gcc/clang) found to link the shared library")
+    """The C compiler/linker failed, or no C compiler (or libgomp) for the target is available."""
 
 
 def _run(cmd: list[str]) -> None:
@@ -74,12 +74,22 @@ def weights_assembly(weights: dict[str, np.ndarray], blob_path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: str, opt: int = 3) -> None:
-    """Compile ``llvm_ir`` (unoptimized is fine) for the host into the shared library ``path``."""
+def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: str, opt: int = 3,
+                          target: Target | None = None) -> None:
+    """Compile ``llvm_ir`` (unoptimized is fine) for ``target`` (default: the host) into
+    the shared library ``path``."""
     check_writable(path)  # a directory or a missing one: fail before the work
-    tm = host_target_machine(pic=True, opt=opt)  # the JIT's CPU name + features (FMA...)
-    module = parse_and_optimize(llvm_ir, tm, opt)
-    cc = _cc()
+    triple = target.triple if target is not None else Target.host().triple
+    try:  # the toolchain first: a missing cross compiler fails before the LLVM work
+        cc = toolchain.c_compiler(triple)
+        gomp = toolchain.libgomp(triple)
+    except toolchain.ToolchainError as err:
+        raise ExportError(f"export: {err}") from None
+    try:
+        tm = target_machine(target, pic=True, opt=opt)  # the host's: the JIT's CPU name + features (FMA...)
+        module = parse_and_optimize(llvm_ir, tm, opt)
+    except JITError as err:  # a cross build has had no JIT run to catch these first
+        raise ExportError(f"export: {err}") from None
     with tempfile.TemporaryDirectory(prefix="dlc-export-") as tmp:
         code_obj = os.path.join(tmp, "code.o")
         with open(code_obj, "wb") as f:
@@ -92,7 +102,6 @@ def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: st
             weights_obj = os.path.join(tmp, "weights.o")
             _run([cc, "-c", asm, "-o", weights_obj])
             objects.append(weights_obj)
-        gomp = libgomp_path()
         # linked into a temporary file, then put at `path` by dlc.output_files' rule:
         # renamed over a file (a symlink's target), written through a device or
         # FIFO, an error for a directory or a missing one

@@ -1,8 +1,9 @@
 """Host target machine, O3 optimization and MCJIT for llvmlite modules.
 
 Uses llvmlite's new pass manager (``create_pass_builder`` + speed level 3 with
-loop/SLP vectorization and unrolling on) for the host CPU and its features
-(AVX2/AVX-512/FMA where present). libgomp is loaded into the process once so
+loop/SLP vectorization and unrolling on) for the target's CPU and features
+(``target_machine``: the host's own, AVX2/AVX-512/FMA where present, unless the
+``dlc.target.Target`` says otherwise; another architecture's for export). libgomp is loaded into the process once so
 that outlined parallel loops resolve ``GOMP_parallel``; just before, the
 short libgomp spin (``GOMP_SPINCOUNT=1000``) becomes the default unless the user chose a policy
 (``dlc.runtime.native.prefer_short_omp_spin`` says why).
@@ -13,9 +14,12 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+from dataclasses import replace
 
 import llvmlite.binding as llvm
 import numpy as np
+
+from dlc.target import Target
 
 LIBGOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
 
@@ -58,6 +62,36 @@ def host_target_machine(pic: bool = False, opt: int = 3) -> llvm.TargetMachine:
     )
 
 
+@functools.cache
+def _initialize_all_targets() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def target_machine(target: Target | None = None, pic: bool = False, opt: int = 3) -> llvm.TargetMachine:
+    """A fresh target machine generating code for ``target`` (a ``dlc.target.Target``;
+    None or the host's own: exactly :func:`host_target_machine`): its triple, CPU and
+    features (``Target.llvm_features``), the lp64d ABI for riscv64 (Debian's)."""
+    if target is None or replace(target, num_cores=None) == Target.host():
+        return host_target_machine(pic, opt)
+    if target.kind != "llvm":
+        raise JITError(f"the LLVM CPU backend cannot generate code for the {target.kind} target '{target}'")
+    initialize()
+    _initialize_all_targets()  # the cross targets' code generators too
+    try:
+        llvm_target = llvm.Target.from_triple(target.triple)
+    except RuntimeError as err:
+        raise JITError(f"LLVM has no code generator for {target.triple}: {str(err).strip()}") from None
+    return llvm_target.create_target_machine(
+        cpu=target.cpu,
+        features=target.llvm_features(),
+        opt=opt,
+        reloc="pic" if pic else "default",
+        codemodel="default" if pic else "jitdefault",
+        abiname="lp64d" if target.arch == "riscv64" else "",
+    )
+
+
 def parse_and_optimize(llvm_ir: str, tm: llvm.TargetMachine, opt: int = 3) -> llvm.ModuleRef:
     """Parse textual IR, verify it and run the O``opt`` pipeline for ``tm``."""
     initialize()
@@ -86,13 +120,14 @@ class JITModule:
     by this object, never copied.
     """
 
-    def __init__(self, llvm_ir: str, weights: dict[str, np.ndarray], opt: int = 3):
+    def __init__(self, llvm_ir: str, weights: dict[str, np.ndarray], opt: int = 3,
+                 target: Target | None = None):
         initialize()
         self._weights = {k: np.ascontiguousarray(v) for k, v in weights.items()}
         for symbol, array in self._weights.items():
             # zero-size arrays still need a distinct, valid address
             llvm.add_symbol(symbol, array.ctypes.data if array.size else ctypes.addressof(_EMPTY))
-        self.target_machine = host_target_machine()
+        self.target_machine = target_machine(target)  # one this host runs (driver.compile checks)
         self.module = parse_and_optimize(llvm_ir, self.target_machine, opt)
         self.optimized_ir = str(self.module)
         self.engine = llvm.create_mcjit_compiler(self.module, self.target_machine)

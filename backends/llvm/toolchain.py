@@ -27,13 +27,16 @@ class CrossArch:
     gnu_prefix: str  # the Debian cross toolchain's prefix
     cc_package: str  # the Debian package with <gnu_prefix>-gcc
     qemu: str  # the qemu-user binary that runs it
+    gomp_package: str  # the Debian package with the sysroot's libgomp.so.1
 
 
 CROSS_ARCHES = {
     a.arch: a for a in (
-        CrossArch("x86_64", "x86_64-linux-gnu", "gcc-x86-64-linux-gnu", "qemu-x86_64"),
-        CrossArch("aarch64", "aarch64-linux-gnu", "gcc-aarch64-linux-gnu", "qemu-aarch64"),
-        CrossArch("riscv64", "riscv64-linux-gnu", "gcc-riscv64-linux-gnu", "qemu-riscv64"),
+        CrossArch("x86_64", "x86_64-linux-gnu", "gcc-x86-64-linux-gnu", "qemu-x86_64", "libgomp1-amd64-cross"),
+        CrossArch("aarch64", "aarch64-linux-gnu", "gcc-aarch64-linux-gnu", "qemu-aarch64",
+                  "libgomp1-arm64-cross"),
+        CrossArch("riscv64", "riscv64-linux-gnu", "gcc-riscv64-linux-gnu", "qemu-riscv64",
+                  "libgomp1-riscv64-cross"),
     )
 }
 _HOST_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
@@ -83,6 +86,22 @@ def c_compiler(triple: str) -> str:
 def sysroot(triple: str) -> str | None:
     """The cross toolchain's sysroot (None for the host)."""
     return None if is_host_arch(triple) else f"/usr/{_cross(triple).gnu_prefix}"
+
+
+def libgomp(triple: str) -> str | None:
+    """The libgomp a library for ``triple`` links (its parallel loops call GOMP_parallel):
+    the host's (None when the host has none), or the cross sysroot's ``libgomp.so.1``
+    (linked by path: Debian's cross packages ship no unversioned ``libgomp.so``)."""
+    if is_host_arch(triple):
+        from dlc.backends.llvm.jit import libgomp_path
+
+        return libgomp_path()
+    cross = _cross(triple)
+    path = f"/usr/{cross.gnu_prefix}/lib/libgomp.so.1"
+    if not os.path.exists(path):
+        raise ToolchainError(f"building for {triple} needs the cross libgomp {path} "
+                             f"(Debian package {cross.gomp_package})")
+    return path
 
 
 def emulator_command(triple: str) -> list[str]:

@@ -159,7 +159,7 @@ def test_target_strings():
     for bad, message in [("llvm -mcpu=nosuchcpu", "unknown cpu 'nosuchcpu'"),
                          ("llvm -mattr=avx512f", "bad feature 'avx512f'"),
                          ("llvm -O3", "bad target option '-O3'"),
-                         ("tpu", "unknown target kind 'tpu'"), ("", "empty target string")]:
+                         ("tpu", "unknown target 'tpu'"), ("", "empty target string")]:
         with pytest.raises(TargetError, match=message):
             Target.from_string(bad)
 

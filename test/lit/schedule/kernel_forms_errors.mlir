@@ -11,9 +11,9 @@
 // RENAMED: kernel_forms_errors.mlir:[[# @LINE + 9]]:1: error: pass 'tloop-default-schedule' failed: kernel @mm_renamed of form 'matmul': no loop named 'm' (its schedule addresses the form's loops by name)
 // RENAMED-NOT: Traceback
 // UNKNOWN: error: pass 'tloop-default-schedule' failed: kernel @copy of form 'conv2d.bogus': no default schedule is registered for this form
-// BADCPU: error: pass 'tloop-default-schedule' failed: unknown cpu 'nosuchcpu' in 'llvm -mcpu=nosuchcpu': give its features with -mattr=+...
+// BADCPU: error: pass 'tloop-default-schedule' failed: unknown cpu 'nosuchcpu' for x86_64 in 'llvm -mcpu=nosuchcpu' (known: broadwell, {{.*}}; with -mattr=+... also alderlake
 // BADATTR: error: pass 'tloop-default-schedule' failed: bad feature 'avx512f' in 'llvm -mattr=avx512f' (expected +name or -name
-// BADKIND: error: pass 'tloop-default-schedule' failed: unknown target kind 'tpu' in 'tpu' (expected llvm or cuda)
+// BADKIND: error: pass 'tloop-default-schedule' failed: unknown target 'tpu' in 'tpu' (expected a kind, llvm or cuda or c, or a preset: host, {{.*}}aarch64
 // CHECK-NOT: Traceback
 
 // the matmul kernel of kernel_forms.mlir with loop %m renamed %row
