@@ -26,7 +26,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-from dlc.backends.llvm.toolchain import CROSS_ARCHES, ToolchainError, c_compiler, host_arch
+from dlc.backends.llvm.toolchain import ToolchainError, c_compiler, host_arch
 
 LIBRARY_SOURCES = ("dlc_runtime.c", "dlc_metadata.c", "dlc_sha256.c")
 RUNNER_SOURCES = ("dlc_run.c", "dlc_npy.c")
@@ -59,22 +59,17 @@ def source_dir() -> str:
 
 
 def target_triple(target=None) -> str:
-    """The triple to build for: None = this machine; a ``dlc.target.Target``; an
-    architecture (``aarch64``); a triple (``riscv64-linux-gnu``); or a target string
-    (``llvm -mtriple=...``)."""
+    """The triple to build for: None = this machine; a ``dlc.target.Target``; or what
+    ``Target.from_string`` reads (a preset such as ``aarch64``, a triple, ``llvm
+    -mtriple=...``)."""
     if target is None:
         return f"{host_arch()}-linux-gnu"
     if not isinstance(target, str):
         return target.triple
-    text = target.strip()
-    if text in CROSS_ARCHES:
-        return f"{text}-linux-gnu"
-    if text and " " not in text and "-" in text and not text.startswith(("llvm", "-")):
-        return text
     from dlc.target import Target, TargetError
 
     try:
-        return Target.from_string(text).triple
+        return Target.from_string(target.strip()).triple
     except TargetError as err:
         raise RuntimeBuildError(str(err)) from None
 
