@@ -459,8 +459,8 @@ dlc_status dlc_entry_run(const dlc_entry *e, void *const *inputs, void *const *o
     int32_t status;
     if (!e) return dlc_fail(error, DLC_ERR_ARGUMENT, "dlc_entry_run: entry is NULL");
     n = e->num_inputs + e->num_outputs;
-    if ((e->num_inputs && !inputs) || (e->num_outputs && !outputs))
-        return dlc_fail(error, DLC_ERR_ARGUMENT, "@%s: the %s array is NULL", e->name, !inputs ? "inputs" : "outputs");
+    if (e->num_inputs && !inputs) return dlc_fail(error, DLC_ERR_ARGUMENT, "@%s: the inputs array is NULL", e->name);
+    if (e->num_outputs && !outputs) return dlc_fail(error, DLC_ERR_ARGUMENT, "@%s: the outputs array is NULL", e->name);
     for (i = 0; i < n; i++) {
         const dlc_tensor_info *t = &e->tensors[i];
         void *buffer = i < e->num_inputs ? inputs[i] : outputs[i - e->num_inputs];

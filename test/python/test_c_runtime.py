@@ -347,6 +347,8 @@ int main(int argc, char **argv) {
     CHECK(dlc_entry_run(e, in, out, &err) == DLC_ERR_ARGUMENT && strstr(err.message, "overlaps input 'x'"));
     out[0] = NULL;
     CHECK(dlc_entry_run(e, in, out, &err) == DLC_ERR_ARGUMENT && strstr(err.message, "output buffer 'y' is NULL"));
+    out[0] = y;
+    CHECK(dlc_entry_run(e, NULL, out, &err) == DLC_ERR_ARGUMENT && strstr(err.message, "inputs array is NULL"));
     CHECK(dlc_model_set_num_threads(m, 1025, &err) == DLC_ERR_ARGUMENT && strstr(err.message, "out of range"));
     CHECK(dlc_model_set_num_threads(m, 3, &err) == DLC_OK);
     CHECK(strcmp(dlc_status_name(DLC_ERR_FORMAT), "DLC_ERR_FORMAT") == 0);
