@@ -566,7 +566,8 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     lower_to_llvm_dialect(module, timings, layout, target, profile, progress)
     with timed("translate"):
         try:
-            translation = translate(module, meta, triple=target.triple)
+            translation = translate(module, meta, triple=target.triple,
+                                    width_hints=not target.scalable_vectors)
         except (TranslationError, NotImplementedError) as err:
             raise CompileError(_one_line(err, "llvm translation")) from None
         llvm_ir = str(translation.module)

@@ -166,7 +166,7 @@ class Target:
         if self.kind != "llvm":
             return 32  # a GPU thread, or portable C, works on scalars
         if self.arch == "aarch64":
-            return 128 if self.has("neon") else 32  # NEON (SVE code is fixed-width NEON-sized too)
+            return 128 if self.has("neon") else 32  # NEON (and the SVE minimum)
         if self.arch == "riscv64":
             return 128 if self.has("v") else 32  # V: VLEN >= 128
         if self.has("avx512f"):
@@ -174,6 +174,12 @@ class Target:
         if self.has("avx") or self.has("avx2"):
             return 256
         return 128
+
+    @property
+    def scalable_vectors(self) -> bool:
+        """Whether LLVM may vectorize with scalable vectors here (aarch64 SVE, riscv64 V):
+        the translation then leaves the vector width to LLVM (backends/llvm/translate.py)."""
+        return (self.arch == "aarch64" and self.has("sve")) or (self.arch == "riscv64" and self.has("v"))
 
     @property
     def vector_registers(self) -> int:
@@ -196,13 +202,18 @@ class Target:
     def matmul_register_tile(self) -> tuple[int, int]:
         """(rows, columns) of the f32 GEMM accumulator tile held in vector registers: 32
         zmm hold 8 x 16 (8 accumulators, room for the B vectors and the A broadcasts), 16
-        ymm 6 x 16 (12 accumulators), 32 NEON q registers 6 x 16 (24)."""
+        ymm 6 x 16 (12 accumulators; x86 keeps these two whatever its vector width), 32
+        NEON q registers 6 x 16 (24)."""
+        if self.arch not in ("aarch64", "riscv64"):
+            return (8, 16) if self.vector_registers >= 32 else (6, 16)
         return (self._tile_rows(8), 16)
 
     @property
     def conv_channel_block(self) -> int:
         """Output channels of the flat / grouped conv register tile (x 16 columns): 8 zmm
-        accumulators with AVX-512, 4 x 2 ymm with AVX2, 4 x 4 q registers with NEON."""
+        accumulators with 32 x86 registers, 4 x 2 ymm with 16, 4 x 4 q registers with NEON."""
+        if self.arch not in ("aarch64", "riscv64"):
+            return 8 if self.vector_registers >= 32 else 4
         rows = self._tile_rows(8)
         return max(r for r in (8, 4, 2, 1) if r <= rows)
 

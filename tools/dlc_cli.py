@@ -157,12 +157,17 @@ def parse_mlir(path: str):
     return module
 
 
-def load_te(path: str):
-    """A tensor-expression file lowered to loop IR, with the default schedules."""
+def load_te(path: str, target: str = "llvm"):
+    """A tensor-expression file lowered to loop IR, with the default schedules for ``target``."""
     from dlc.frontends.te import import_te
     from dlc.lowering.schedule import apply_default_schedules
+    from dlc.target import Target, TargetError
 
-    return apply_default_schedules(import_te(path))
+    try:
+        planned_for = Target.from_string(target)
+    except TargetError as err:
+        raise DiagnosticError(f"compiling '{path}': {err}") from None
+    return apply_default_schedules(import_te(path), planned_for)
 
 
 def compile_model(path: str, target: str, entry: str | None, threads: int | None, profile: bool = False):
@@ -171,7 +176,7 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
         raise DiagnosticError(f"'{path}' is already compiled")
     if not os.path.exists(path):
         raise DiagnosticError(f"cannot open '{path}': no such file")
-    source = parse_mlir(path) if kind == "mlir" else load_te(path) if kind == "te" else path
+    source = parse_mlir(path) if kind == "mlir" else load_te(path, target) if kind == "te" else path
     driver = _driver()
     from dlc.tools.progress import compile_progress
 

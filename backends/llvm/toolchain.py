@@ -12,9 +12,10 @@ The host toolchain is ``$CC``, else the first of cc, gcc, clang.
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 from dataclasses import dataclass
+
+from dlc.target import host_arch
 
 
 class ToolchainError(Exception):
@@ -39,16 +40,10 @@ CROSS_ARCHES = {
                   "libgomp1-riscv64-cross"),
     )
 }
-_HOST_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
 
 
 def arch_of(triple: str) -> str:
     return triple.split("-", 1)[0]
-
-
-def host_arch() -> str:
-    machine = platform.machine().lower()
-    return _HOST_ALIASES.get(machine, machine)
 
 
 def is_host_arch(triple: str) -> bool:

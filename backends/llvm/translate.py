@@ -51,7 +51,8 @@ class Translation:
 
 
 def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | None = None,
-              data_layout: str = "", define_weights: bool = False) -> Translation:
+              data_layout: str = "", define_weights: bool = False,
+              width_hints: bool = True) -> Translation:
     """Translate a module of llvm-dialect ops to llvmlite.
 
     Weight globals are renamed ``__dlc_w<unique>_<i>`` so that several compiled
@@ -61,7 +62,10 @@ def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | 
     TranslationError naming it). IR with no store at all (hand-written loop IR
     naming weights) keeps external declarations, to be linked against.
     ``metadata_json`` (if given) becomes the exported constant ``dlc_metadata``
-    (a NUL-terminated string).
+    (a NUL-terminated string). ``triple``: the target's (default: LLVM's default triple).
+    ``width_hints=False`` (targets with scalable vectors, ``Target.scalable_vectors``:
+    SVE, RVV) leaves vectorized loops to LLVM's cost model: there a fixed width hint makes
+    LLVM print "Scalable vectorization is explicitly disabled" for every loop.
     """
     from llvmlite import binding
 
@@ -109,7 +113,7 @@ def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | 
             out.hosts[op.sym_name.data] = op.attributes["tloop.num_inputs"].value.data
     for op in funcs:
         if op.body.blocks:
-            _convert_function(op, llmod, renames)
+            _convert_function(op, llmod, renames, width_hints)
     if metadata_json is not None:
         for name in json.loads(metadata_json)["entries"]:
             _packed_wrapper(llmod, name)
@@ -166,9 +170,14 @@ def _define_weight(llmod: ir.Module, module: ModuleOp, name: str, symbol: str) -
     gvar.initializer = ir.Constant(array_type, raw)
 
 
-def _loop_metadata(llmod: ir.Module, kind: str, width: int) -> ir.values.MDValue:
-    """A fresh, self-referential ``llvm.loop`` node (one per loop: loop IDs must be distinct)."""
-    if kind in ("vectorized", "vectorized-whole", "vectorized-forced"):
+def _loop_metadata(llmod: ir.Module, kind: str, width: int, width_hints: bool = True) -> ir.values.MDValue | None:
+    """A fresh, self-referential ``llvm.loop`` node (one per loop: loop IDs must be distinct);
+    None when there is nothing to say (a vectorized loop without ``width_hints``)."""
+    if kind in ("vectorized", "vectorized-whole", "vectorized-forced") and not width_hints:
+        if kind != "vectorized-whole":
+            return None
+        props = [llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.unroll.disable")])]
+    elif kind in ("vectorized", "vectorized-whole", "vectorized-forced"):
         # a width hint, not vectorize.enable: LLVM uses the width when vectorizing is legal,
         # and a loop it cannot vectorize (a libm call, an in-order float reduction) stays
         # scalar without a "transformation not performed" warning on every compile
@@ -188,7 +197,8 @@ def _loop_metadata(llmod: ir.Module, kind: str, width: int) -> ir.values.MDValue
     return node
 
 
-def _convert_function(op: llvm.FuncOp, llmod: ir.Module, renames: dict[str, str]) -> None:
+def _convert_function(op: llvm.FuncOp, llmod: ir.Module, renames: dict[str, str],
+                      width_hints: bool = True) -> None:
     fn = llmod.get_global(op.sym_name.data)
     block_map: dict[Block, ir.Block] = {}
     val_map: dict[SSAValue, ir.Value] = {}
@@ -223,7 +233,9 @@ def _convert_function(op: llvm.FuncOp, llmod: ir.Module, renames: dict[str, str]
             if isinstance(inner, llvm.BrOp) and isinstance(kind, StringAttr):
                 width = inner.attributes.get(VECTOR_WIDTH_ATTR)
                 lanes = width.value.data if isinstance(width, IntegerAttr) else 8
-                builder.block.instructions[-1].set_metadata("llvm.loop", _loop_metadata(llmod, kind.data, lanes))
+                node = _loop_metadata(llmod, kind.data, lanes, width_hints)
+                if node is not None:
+                    builder.block.instructions[-1].set_metadata("llvm.loop", node)
 
 
 def _store(builder: ir.IRBuilder, value: ir.Value, ptr: ir.Value) -> None:

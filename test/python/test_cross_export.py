@@ -144,3 +144,25 @@ def test_missing_cross_libgomp_names_the_package(tmp_path, monkeypatch):
                                            rf"{toolchain.CROSS_ARCHES[arch].gomp_package}\)$"):
         module.export(str(tmp_path / "m.so"))
     assert not list(tmp_path.iterdir())
+
+
+def test_cli_cross_compiles_and_a_missing_toolchain_is_one_line(tmp_path, monkeypatch, capsys):
+    from dlc.tools import dlc_cli
+
+    arch = CROSS[0]
+    _need_cross_gcc(arch)
+    out = tmp_path / "m.so"
+    assert dlc_cli.main(["compile", EXAMPLE, "--target", arch, "-o", str(out)]) == 0
+    with open(out, "rb") as f:
+        assert struct.unpack_from("<H", f.read(20), 18)[0] == ARCHES[arch].elf_machine
+    out.unlink()
+    real_which = shutil.which
+    monkeypatch.setattr(toolchain.shutil, "which",
+                        lambda name: None if name.endswith("-linux-gnu-gcc") else real_which(name))
+    capsys.readouterr()
+    assert dlc_cli.main(["compile", EXAMPLE, "--target", arch, "-o", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"dlc: error: exporting '{out}': export: building for {Target.from_string(arch).triple} "
+                   f"needs the cross C compiler {toolchain.CROSS_ARCHES[arch].gnu_prefix}-gcc "
+                   f"(Debian package {toolchain.CROSS_ARCHES[arch].cc_package})\n")
+    assert not list(tmp_path.iterdir())

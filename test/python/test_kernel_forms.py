@@ -1,5 +1,5 @@
 """Kernel forms as a contract (lowering/kernels/forms.py, lowering/schedule/defaults_forms.py)
-and the target object (dlc/target.py).
+and the target object (dlc/target.py; its strings: test_target.py).
 
 Each generator with a schedule of its own stamps its kernel's form from a typed plan
 (ConvPlan for conv2d); the default schedules dispatch on the stamp. A conv or matmul
@@ -26,7 +26,7 @@ from dlc.lowering.schedule import apply_default_schedules
 from dlc.lowering.schedule.core import loop_name
 from dlc.lowering.schedule.defaults_forms import FORM_SCHEDULES, FormError, apply_form_schedule
 from dlc.dialects.tloop import ForOp
-from dlc.target import Target, TargetError
+from dlc.target import Target
 
 AVX512 = Target.from_string("llvm -mcpu=skylake-avx512")
 AVX2 = Target.from_string("llvm -mcpu=haswell")
@@ -138,30 +138,14 @@ def _trip(kernel, name):
 
 
 def test_target_picks_the_register_tiles():
-    for target, rows, channels in [(AVX512, 8, 8), (AVX2, 6, 4)]:
+    neon = Target.from_string("aarch64")  # a cross target plans with its own registers
+    for target, rows, channels in [(AVX512, 8, 8), (AVX2, 6, 4), (neon, 6, 4)]:
         kernel = kernel_named(lowered(matmul_src(48, 64, 64)), "matmul")
         assert apply_form_schedule(kernel, target)
         assert _trip(kernel, "mr") == rows
         kernel = conv_kernel(lowered(conv_src((1, 16, 14, 14), (32, 16, 3, 3))))
         assert apply_form_schedule(kernel, target)
         assert _trip(kernel, "oci") == channels
-
-
-def test_target_strings():
-    assert AVX512.has("avx512f") and AVX512.vector_bits == 512 and AVX512.vector_registers == 32
-    assert AVX2.vector_bits == 256 and AVX2.matmul_register_tile == (6, 16)
-    host = Target.host()
-    assert Target.from_string("llvm") == host and Target.from_string(str(host)) == host
-    for t in (AVX512, AVX2, Target.from_string("llvm -mcpu=haswell -mattr=+avx512f,-fma"),
-              Target.from_string("cuda -arch=sm_80")):
-        assert Target.from_string(str(t)) == t
-    assert Target.from_string("llvm -mcpu=haswell -mattr=+avx512f").matmul_register_tile == (8, 16)
-    for bad, message in [("llvm -mcpu=nosuchcpu", "unknown cpu 'nosuchcpu'"),
-                         ("llvm -mattr=avx512f", "bad feature 'avx512f'"),
-                         ("llvm -O3", "bad target option '-O3'"),
-                         ("tpu", "unknown target 'tpu'"), ("", "empty target string")]:
-        with pytest.raises(TargetError, match=message):
-            Target.from_string(bad)
 
 
 def test_compile_takes_a_target():
