@@ -7,6 +7,7 @@
             [--profile TRACE.json]
     dlc view model.onnx|model.mlir -o graph.html [--profile trace.json]
     dlc rpc server|tracker ...; dlc run model.so --rpc HOST:PORT   (tools/rpc_cli.py)
+    dlc build-runtime -o DIR [--target aarch64]   (the C runtime and dlc-run: backends/c_runtime.py)
 
 ``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
 is parsed here first, so syntax and verifier errors point at the source line);
@@ -84,6 +85,9 @@ def build_arg_parser() -> ArgumentParser:
     view.add_argument("model", help="model.onnx or graph-level model.mlir")
     view.add_argument("-o", "--output", required=True, help="output page (.html)")
     view.add_argument("--profile", metavar="TRACE.json", help="a Chrome trace: kernel times as colours")
+    brt = sub.add_parser("build-runtime", help="build the C runtime and dlc-run for a target")
+    brt.add_argument("-o", "--output", required=True, metavar="DIR", help="output directory")
+    brt.add_argument("--target", help="architecture, triple or target string (default: this machine)")
     run.add_argument("--profile", metavar="TRACE.json",
                      help="time every kernel (--repeat runs): write a Chrome trace, print a table")
     from dlc.tools import rpc_cli  # dlc rpc server|tracker, dlc run --rpc (tools/rpc_cli.py)
@@ -516,7 +520,20 @@ def run(argv: list[str]) -> int:
         from dlc.tools.rpc_cli import rpc_command
 
         return rpc_command(args)
+    if args.command == "build-runtime":
+        return cmd_build_runtime(args)
     return cmd_run(args)
+
+
+def cmd_build_runtime(args) -> int:
+    from dlc.backends.c_runtime import RuntimeBuildError, build_runtime
+
+    try:
+        built = build_runtime(args.output, args.target)
+    except RuntimeBuildError as err:
+        raise DiagnosticError(str(err)) from None
+    print(f"{built.triple}: {built.runner}, {built.static_library}, {built.shared_library}, {built.header}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -107,8 +107,11 @@ def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: st
         # FIFO, an error for a directory or a missing one
 
         def link(staged: str) -> None:
+            # -Bsymbolic-functions: calls inside the library (entry -> kernels, the C
+            # runtime's <entry>__packed -> entry) bind to its own functions, never to a
+            # same-named one of the program (riscv64 executables export `main`)
             _run([cc, "-shared", "-o", staged, *objects, *([gomp] if gomp else []), "-lm",
-                  "-Wl,-z,noexecstack"])
+                  "-Wl,-z,noexecstack", "-Wl,-Bsymbolic-functions"])
             append_trailer(staged)  # verified by dlc.runtime.load before dlopen
 
         publish_file(link, path)

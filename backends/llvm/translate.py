@@ -17,6 +17,7 @@ This module is that driver (~100 lines); xDSL's `_declare_func` and
 from __future__ import annotations
 
 import itertools
+import json
 from dataclasses import dataclass, field
 
 import llvmlite.ir as ir
@@ -114,12 +115,43 @@ def translate(module: ModuleOp, metadata_json: str | None = None, triple: str | 
         if op.body.blocks:
             _convert_function(op, llmod, renames, width_hints)
     if metadata_json is not None:
+        for name in json.loads(metadata_json)["entries"]:
+            _packed_wrapper(llmod, name)
         raw = bytearray(metadata_json.encode() + b"\0")
         array_type = ir.ArrayType(ir.IntType(8), len(raw))
         gvar = ir.GlobalVariable(llmod, array_type, name="dlc_metadata")
         gvar.global_constant = True
         gvar.initializer = ir.Constant(array_type, raw)
     return out
+
+
+PACKED_SUFFIX = "__packed"  # runtime/c/dlc_runtime.c looks the wrapper up by this name
+
+
+def _packed_wrapper(llmod: ir.Module, entry: str) -> None:
+    """``int32_t <entry>__packed(void **args)``: calls ``entry(args[0], args[1], ...)``.
+
+    Why: C cannot call a function of arbitrary arity through a pointer without a
+    switch over every arity (or libffi); with this one signature per entry the C
+    runtime (runtime/c/) calls any entry. The call is ``noinline``, so the entry's
+    own code is unchanged and not duplicated; the ctypes runtime ignores the wrapper.
+    """
+    fn = llmod.globals.get(entry)
+    if not isinstance(fn, ir.Function):
+        raise TranslationError(f"llvm translation: the metadata names @{entry}, which the module lacks")
+    ptr = ir.PointerType()
+    ftype = fn.function_type
+    if ftype.return_type != ir.IntType(32) or any(a != ptr for a in ftype.args):
+        raise TranslationError(f"llvm translation: entry @{entry} is not int32_t(void*, ...): {ftype}")
+    name = entry + PACKED_SUFFIX
+    if name in llmod.globals:
+        raise TranslationError(f"llvm translation: @{name} (the packed wrapper of @{entry}) is already defined")
+    wrapper = ir.Function(llmod, ir.FunctionType(ir.IntType(32), [ptr]), name=name)
+    builder = ir.IRBuilder(wrapper.append_basic_block("entry"))
+    args = [builder.load(builder.gep(wrapper.args[0], [ir.Constant(ir.IntType(64), i)], source_etype=ptr),
+                         typ=ptr)
+            for i in range(len(ftype.args))]
+    builder.ret(builder.call(fn, args, attrs=("noinline",)))
 
 
 def _define_weight(llmod: ir.Module, module: ModuleOp, name: str, symbol: str) -> None:

@@ -21,3 +21,13 @@ def test_every_package_folder_is_listed():
             found.add("dlc." + ".".join(rel.parts))
     assert sorted(found - listed) == [], "package folders missing from pyproject.toml [tool.setuptools] packages"
     assert sorted(listed - found) == [], "pyproject.toml lists packages that do not exist"
+
+
+def test_c_runtime_sources_are_package_data():
+    """dlc/runtime/c (the C runtime `dlc build-runtime` compiles) ships in the wheel."""
+    import fnmatch
+
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["dlc.runtime"]
+    files = [p.relative_to(ROOT / "runtime").as_posix() for p in (ROOT / "runtime" / "c").rglob("*") if p.is_file()]
+    assert files, "runtime/c holds no files"
+    assert [f for f in files if not any(fnmatch.fnmatch(f, pat) for pat in patterns)] == []
