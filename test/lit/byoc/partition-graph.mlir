@@ -5,7 +5,7 @@
 // RUN: dlc-opt %s -p 'merge-composite{target=c},annotate-target{targets=c},merge-compiler-regions,partition-graph' | dlc-opt | filecheck %s
 // RUN: dlc-opt %s -p 'merge-composite{target=c},annotate-target{targets=c},merge-compiler-regions,partition-graph,legalize,lower-to-loops' | filecheck %s --check-prefix=LOOPS
 
-// CHECK: dlc.byoc_report = ["partition @c_main_0 -> c: 3 ops (graph.add, graph.relu, graph.mul)", "stays with dlc: graph.softmax: c: no support predicate for graph.softmax"]
+// CHECK: dlc.byoc_report = ["partition @c_main_0 -> c: 3 ops (graph.add, graph.relu, graph.mul; composites: c.add_relu)", "stays with dlc: graph.softmax: c: no support predicate for graph.softmax"]
 // CHECK: func.func @main
 // CHECK-NEXT: %w = graph.constant
 // CHECK-NEXT: %m = func.call @c_main_0(%x, %y, %w) : (tensor<2x4xf32>, tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
