@@ -30,6 +30,7 @@ UNARY = {
     "graph.relu": "({0} > 0.0f ? {0} : 0.0f)", "graph.neg": "(-{0})", "graph.abs": "fabsf({0})",
     "graph.exp": "expf({0})", "graph.tanh": "tanhf({0})", "graph.sqrt": "sqrtf({0})",
     "graph.sigmoid": "(1.0f / (1.0f + expf(-{0})))", "graph.log": "logf({0})",
+    "graph.rsqrt": "(1.0f / sqrtf({0}))", "graph.erf": "erff({0})",
 }
 BINARY = {
     "graph.add": "({0} + {1})", "graph.sub": "({0} - {1})", "graph.mul": "({0} * {1})",
@@ -44,7 +45,7 @@ def _f32(op: Operation) -> bool | str:
     return True
 
 
-@supports("c", *UNARY, *BINARY)
+@supports("c", *UNARY, *BINARY, "graph.clip")
 def _elementwise(op: Operation) -> bool | str:
     return _f32(op)
 
@@ -165,6 +166,14 @@ class _Emitter:
         dest = f"{self.name[res]}[{_index(out_shape, out_shape)}]"
         if op.name in UNARY:
             self.loop_nest(out_shape, f"{dest} = {UNARY[op.name].format(self.load(op.operands[0], out_shape))};")
+        elif op.name == "graph.clip":  # bounds as float literals; an absent one is infinite
+            x = self.load(op.operands[0], out_shape)
+            expr = x
+            if op.min != float("-inf"):
+                expr = f"fmaxf({expr}, {float(op.min)!r}f)"
+            if op.max != float("inf"):
+                expr = f"fminf({expr}, {float(op.max)!r}f)"
+            self.loop_nest(out_shape, f"{dest} = {expr};")
         elif op.name in BINARY:
             a, b = (self.load(v, out_shape) for v in op.operands)
             self.loop_nest(out_shape, f"{dest} = {BINARY[op.name].format(a, b)};")

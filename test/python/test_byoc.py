@@ -135,3 +135,36 @@ def test_a_codegen_that_refuses_is_one_line():
             dlc.compile(GRAPH, byoc="refuses")
     finally:
         byoc.unregister("refuses")
+
+
+def _transformer_layer(torch):
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.att = torch.nn.MultiheadAttention(32, 4, batch_first=True)
+            self.ln = torch.nn.LayerNorm(32)
+            self.ff = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.Linear(64, 32))
+
+        def forward(self, x):
+            a, _ = self.att(x, x, x, need_weights=False)
+            x = self.ln(x + a)
+            return x + self.ff(x)
+    return Layer().eval(), torch.randn(2, 5, 32)
+
+
+def _depthwise_block(torch):
+    block = torch.nn.Sequential(torch.nn.Conv2d(8, 8, 3, padding=1, groups=8), torch.nn.BatchNorm2d(8),
+                                torch.nn.ReLU6(), torch.nn.Conv2d(8, 16, 1), torch.nn.ReLU())
+    return block.eval(), torch.randn(1, 8, 10, 10)
+
+
+@pytest.mark.parametrize("build", [_transformer_layer, _depthwise_block], ids=["transformer", "depthwise"])
+def test_torch_blocks_with_byoc_c_match_torch(build):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    model, x = build(torch)
+    module = dlc.compile(model, example_args=(x,), byoc=["c"])
+    assert any(line.startswith("partition @c_main_0 -> c") for line in module.byoc_report)
+    with torch.no_grad():
+        expected = model(x).numpy()
+    np.testing.assert_allclose(module(x.numpy())[0], expected, rtol=1e-4, atol=1e-5)
