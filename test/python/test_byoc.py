@@ -168,3 +168,18 @@ def test_torch_blocks_with_byoc_c_match_torch(build):
     with torch.no_grad():
         expected = model(x).numpy()
     np.testing.assert_allclose(module(x.numpy())[0], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_ir_partitioned_by_dlc_opt_compiles(tmp_path):
+    """dlc-opt's partition-graph output is a model too: dlc.compile runs its codegens."""
+    from dlc.driver import run_pass
+
+    module = load_module(GRAPH)
+    for spec in ("merge-composite{target=c}", "annotate-target{targets=c}", "merge-compiler-regions",
+                 "partition-graph"):
+        run_pass(spec, module)
+    compiled = dlc.compile(str(module))
+    x, y = (np.random.default_rng(1).standard_normal((2, 4)).astype(np.float32) for _ in range(2))
+    r, t = compiled(x, y)
+    np.testing.assert_allclose(r, np.maximum(x + 2.0, 0), rtol=1e-6)
+    np.testing.assert_allclose(t, np.tanh(y), rtol=1e-6)
