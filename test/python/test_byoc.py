@@ -183,3 +183,18 @@ def test_ir_partitioned_by_dlc_opt_compiles(tmp_path):
     r, t = compiled(x, y)
     np.testing.assert_allclose(r, np.maximum(x + 2.0, 0), rtol=1e-6)
     np.testing.assert_allclose(t, np.tanh(y), rtol=1e-6)
+
+
+def test_c_codegen_emits_a_composite_as_one_loop():
+    from dlc.byoc.codegen_run import run_codegens
+    from dlc.driver import run_pass
+    from dlc.target import Target
+
+    module = load_module(GRAPH)
+    for spec in ("merge-composite{target=c}", "annotate-target{targets=c}", "merge-compiler-regions",
+                 "partition-graph"):
+        run_pass(spec, module)
+    (kernel,) = [k for k in run_codegens(module, Target.host()) if "relu" in k.sources[0][1]]
+    source = kernel.sources[0][1]
+    assert "/* graph.relu (composite c.add_relu #0) */" in source and "/* graph.add" not in source
+    assert source.count("for (int64_t i0") == 1
