@@ -75,9 +75,10 @@ def weights_assembly(weights: dict[str, np.ndarray], blob_path: str) -> str:
 
 
 def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: str, opt: int = 3,
-                          target: Target | None = None) -> None:
+                          target: Target | None = None, externals=()) -> None:
     """Compile ``llvm_ir`` (unoptimized is fine) for ``target`` (default: the host) into
-    the shared library ``path``."""
+    the shared library ``path``; ``externals``: BYOC kernels (dlc.byoc.ExternalKernel)
+    compiled and linked in, with their -L/-l/-rpath (backends/llvm/external.py)."""
     check_writable(path)  # a directory or a missing one: fail before the work
     triple = target.triple if target is not None else Target.host().triple
     try:  # the toolchain first: a missing cross compiler fails before the LLVM work
@@ -102,16 +103,28 @@ def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: st
             weights_obj = os.path.join(tmp, "weights.o")
             _run([cc, "-c", asm, "-o", weights_obj])
             objects.append(weights_obj)
+        extra: list[str] = []
+        if externals:
+            from dlc.backends.llvm.external import ExternalBuildError, compile_objects, link_flags
+
+            try:
+                objects += compile_objects(list(externals), tmp, triple)
+            except ExternalBuildError as err:
+                raise ExportError(f"export: {err}") from None
+            # -Bsymbolic: the model's calls bind to its own kernels, even when another
+            # library in the process defines the same partition name
+            extra = link_flags(list(externals))
         # linked into a temporary file, then put at `path` by dlc.output_files' rule:
         # renamed over a file (a symlink's target), written through a device or
         # FIFO, an error for a directory or a missing one
 
         def link(staged: str) -> None:
-            # -Bsymbolic-functions: calls inside the library (entry -> kernels, the C
-            # runtime's <entry>__packed -> entry) bind to its own functions, never to a
-            # same-named one of the program (riscv64 executables export `main`)
-            _run([cc, "-shared", "-o", staged, *objects, *([gomp] if gomp else []), "-lm",
-                  "-Wl,-z,noexecstack", "-Wl,-Bsymbolic-functions"])
+            # -Bsymbolic: references inside the library (entry -> kernels, the C runtime's
+            # <entry>__packed -> entry, the model's calls to its BYOC kernels) bind to its
+            # own definitions, never to a same-named one of the program (riscv64
+            # executables export `main`) or of another model (partition names repeat)
+            _run([cc, "-shared", "-o", staged, *objects, *extra, *([gomp] if gomp else []), "-lm",
+                  "-Wl,-z,noexecstack", "-Wl,-Bsymbolic"])
             append_trailer(staged)  # verified by dlc.runtime.load before dlopen
 
         publish_file(link, path)
