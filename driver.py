@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -320,20 +320,74 @@ def schedule_pass(target: Target | None = None) -> str:
     return f'tloop-default-schedule{{target="{target}"}}'
 
 
+def byoc_passes(targets: Sequence[str]) -> tuple[str, ...]:
+    """The BYOC pipeline for ``targets`` (in priority order): merge-composite per target,
+    annotate-target, merge-compiler-regions, partition-graph."""
+    return (*(f"merge-composite{{target={t}}}" for t in targets),
+            f"annotate-target{{targets={','.join(targets)}}}", "merge-compiler-regions", "partition-graph")
+
+
+def check_byoc(targets) -> list[str]:
+    """``targets`` (a name or a list of names), each a known BYOC target (CompileError naming
+    the unknown one and the known ones)."""
+    from dlc.byoc import UnknownTargetError, check_targets
+
+    names = [targets] if isinstance(targets, str) else list(targets or ())
+    try:
+        return check_targets(names)
+    except UnknownTargetError as err:
+        raise CompileError(err.message) from None
+
+
+def _run_byoc(module: ModuleOp, targets: list[str], target: Target | None, timed, externals: list) -> None:
+    """Partition ``module`` for ``targets`` and run their codegens (dlc.byoc); the kernels
+    go to ``externals``, the report lines to the module's ``dlc.byoc_report``."""
+    from dlc.byoc import CodegenError, UnknownTargetError
+    from dlc.byoc.codegen_run import run_codegens
+
+    for spec in byoc_passes(targets):
+        with timed(spec.split("{", 1)[0]):
+            try:
+                run_pass(spec, module)
+            except UnknownTargetError as err:
+                raise CompileError(err.message) from None
+    with timed("byoc-codegen"):
+        try:
+            externals.extend(run_codegens(module, Target.host() if target is None else target))
+        except (CodegenError, UnknownTargetError) as err:
+            raise CompileError(err.message) from None
+
+
+def byoc_report(module: ModuleOp, externals=()) -> list[str]:
+    """The partition report (partition-graph's lines, then each codegen's own line)."""
+    from dlc.byoc import REPORT_ATTR
+
+    attr = module.attributes.get(REPORT_ATTR)
+    lines = [a.data for a in attr.data] if attr is not None else []
+    return lines + [f"@{k.symbol}: {k.report}" for k in externals if k.report]
+
+
 def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = None,
                           layout: str | None = None, target: Target | None = None,
-                          profile: bool = False, progress: Progress | None = None) -> None:
+                          profile: bool = False, progress: Progress | None = None,
+                          byoc: Sequence[str] = (), externals: list | None = None) -> None:
     """Run the stages ``module`` still needs to reach the llvm dialect (in place), each a
     pass of the registry; schedules plan for `target` (default: the host). ``profile``:
     kernels carry their cost and every kernel call is timed (lowering/to_llvm/profile.py);
-    ``progress``: called as each stage starts (see :func:`compile`)."""
+    ``progress``: called as each stage starts (see :func:`compile`). ``byoc``: BYOC
+    targets whose partitions are cut out after simplify-inference (before layouts and
+    fusion) and compiled by their codegens into ``externals`` (dlc.byoc.ExternalKernel)."""
     timings = timings if timings is not None else {}
     on = "{profile=true}" if profile else ""
     timed = _stage_timer(timings, progress)
+    if byoc and externals is None:
+        raise CompileError("lower_to_llvm_dialect(byoc=...) needs an externals list for the kernels")
     if _level(module) == "graph":
         for name in graph_passes(layout):
             with timed(name):
                 _pipeline_pass(name, module)
+            if name == "simplify-inference" and byoc:
+                _run_byoc(module, list(byoc), target, timed, externals)
         with timed("lower-to-loops"):  # the CPU kernel forms
             _pipeline_pass("lower-to-loops{flat-conv=true" + (" profile=true}" if profile else "}"), module)
         with timed("schedule"), _kernel_progress(progress):
@@ -409,7 +463,8 @@ class CompiledModule:
     """
 
     def __init__(self, native: NativeModule, jit, llvm_ir: str, weights: dict[str, np.ndarray],
-                 timings: dict[str, float], num_threads: int | None, profiler=None):
+                 timings: dict[str, float], num_threads: int | None, profiler=None,
+                 externals=(), byoc_report: list[str] | None = None, external_library=None):
         self._native = native
         self._jit = jit
         self.llvm_ir = llvm_ir
@@ -417,6 +472,10 @@ class CompiledModule:
         self.timings = timings
         self._num_threads = num_threads
         self._profiler = profiler  # dlc.runtime.profile.Profiler when compiled with profile=True
+        self._externals = list(externals)  # BYOC kernels, linked into export() too
+        self._external_library = external_library  # their JIT library (kept loaded)
+        # which ops went to which BYOC codegen, and why the rest did not (dlc -v)
+        self.byoc_report = list(byoc_report or [])
 
     def profile(self, *arrays, repeat: int = 10, entry: str | None = None):
         """Run ``repeat`` timed calls (after one warm-up call) and return their
@@ -467,7 +526,7 @@ class CompiledModule:
 
         start = time.perf_counter()
         try:
-            export_shared_library(self.llvm_ir, self._weights, path)
+            export_shared_library(self.llvm_ir, self._weights, path, externals=self._externals)
         except ExportError as err:
             raise CompileError(str(err)) from None
         except DiagnosticError as err:  # the path cannot be written (output_files)
@@ -478,7 +537,8 @@ class CompiledModule:
 
 def compile(source, example_args=None, target: str | Target = "llvm", entry: str | None = None,
             num_threads: int | None = None, opt: int = 3, layout: str | None = None,
-            profile: bool = False, progress: Progress | None = None) -> CompiledModule:
+            profile: bool = False, progress: Progress | None = None,
+            byoc: Sequence[str] | str | None = None) -> CompiledModule:
     """Compile ``source`` (MLIR text, .mlir/.onnx/.tflite/.pt2 path, onnx.ModelProto, ModuleOp,
     torch ExportedProgram, or a torch nn.Module with ``example_args``) for the host CPU.
 
@@ -498,7 +558,13 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     called as each stage starts ("load", the graph passes, "lower-to-loops", "schedule"
     (again with ``(i, n)`` per kernel), "expand-math", "plan-workspace", "lower-to-llvm",
     "translate", "llvm-jit"; ``detail`` None) for a progress display (the CLI's).
+
+    ``byoc``: BYOC targets (``["dnnl"]``, ``"c"``; dlc.byoc): the ops their predicates
+    accept are partitioned out and compiled by their codegens, linked into this module
+    and into ``export()``; ``CompiledModule.byoc_report`` lists the partitions and why
+    the other ops stayed with dlc.
     """
+    byoc = check_byoc(byoc)
     if profile and (target == "cuda" or getattr(target, "kind", None) == "cuda"):
         raise CompileError("profile=True is for the llvm target (the CUDA build is not instrumented)")
     if isinstance(target, str):
@@ -531,7 +597,27 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
                            "entry-point metadata: compile graph- or loop-level IR)")
     default = _default_entry(entries, entry)
     meta = metadata_for(module, default, num_threads)
-    lower_to_llvm_dialect(module, timings, layout, target, profile, progress)
+    externals: list = []
+    if byoc and _level(module) != "graph":
+        raise CompileError("byoc= needs graph-level input (partitions are cut from the graph)")
+    lower_to_llvm_dialect(module, timings, layout, target, profile, progress, byoc, externals)
+    report = byoc_report(module, externals)
+    external_list = external_kernels(module)
+    if external_list and meta is not None:
+        import json
+
+        data = json.loads(meta)
+        data["external"] = external_list
+        meta = json.dumps(data)
+    external_library = None
+    if externals:
+        from dlc.backends.llvm.external import ExternalBuildError, load_for_jit
+
+        with timed("byoc-build"):
+            try:
+                external_library = load_for_jit(externals)
+            except ExternalBuildError as err:
+                raise CompileError(str(err)) from None
     with timed("translate"):
         try:
             translation = translate(module, meta)
@@ -548,11 +634,25 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
         name: EntryPoint(name, jit.address(name), ins, outs) for name, (ins, outs) in entries.items()
     }
     native = NativeModule(points, default, jit.address("dlc_set_num_threads"), keepalive=jit,
-                          alloc_failure_address=jit.address(ALLOC_FAILURE_GETTER))
+                          alloc_failure_address=jit.address(ALLOC_FAILURE_GETTER),
+                          external_kernels=external_list)
     if num_threads is not None:
         native.set_num_threads(num_threads)
     return CompiledModule(native, jit, llvm_ir, weights, timings, num_threads,
-                          _profiler(module, jit) if profile else None)
+                          _profiler(module, jit) if profile else None, externals, report, external_library)
+
+
+def external_kernels(module: ModuleOp) -> list[list[str]]:
+    """[symbol, BYOC target] of each external kernel of an llvm-dialect module, in the
+    order of their status codes (lowering/to_llvm/function.py STATUS_EXTERNAL_BASE)."""
+    from xdsl.dialects import llvm
+
+    found = []
+    for op in module.ops:
+        if isinstance(op, llvm.FuncOp) and "dlc.external_index" in op.attributes:
+            found.append((op.attributes["dlc.external_index"].value.data,
+                          [op.sym_name.data, op.attributes["dlc.external"].data]))
+    return [entry for _, entry in sorted(found)]
 
 
 def _profiler(module: ModuleOp, jit):

@@ -67,6 +67,11 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "widen-accumulation": _lazy("dlc.transforms.widen_accumulation", "WidenAccumulationPass"),
     "fuse-ops": _lazy("dlc.transforms.fuse_ops", "FuseOpsPass"),
     "alter-op-layout": _lazy("dlc.transforms.alter_op_layout", "AlterOpLayoutPass"),
+    # bring your own codegen (dlc.byoc): composites, targets, regions, partitions
+    "merge-composite": _lazy("dlc.transforms.merge_composite", "MergeCompositePass"),
+    "annotate-target": _lazy("dlc.transforms.annotate_target", "AnnotateTargetPass"),
+    "merge-compiler-regions": _lazy("dlc.transforms.merge_compiler_regions", "MergeCompilerRegionsPass"),
+    "partition-graph": _lazy("dlc.transforms.partition_graph", "PartitionGraphPass"),
     # graph -> tensor loops -> llvm
     "lower-to-loops": _lazy("dlc.lowering.lower_to_loops", "LowerToLoopsPass"),
     "lower-to-llvm": _lazy("dlc.lowering.lower_to_llvm", "LowerToLLVMPass"),

@@ -89,6 +89,8 @@ from dlc.weights import WeightStore
 # (op, kernel name hint) -> kernel symbol (the kernel cache creates or reuses)
 KernelProvider = Callable[[GraphOp, str], str]
 CopyProvider = Callable[[TensorType, str], str]
+# a func.call of a BYOC partition (transforms/partition_graph.py) -> the external symbol
+ExternalProvider = Callable[[func.CallOp], str]
 # (kind "read_row"|"write_row"|"zero", type, axis, name hint) -> kernel symbol
 HelperProvider = Callable[[str, TensorType, int, str], str]
 
@@ -113,6 +115,7 @@ class _Context:
     helper_kernel_for: HelperProvider | None
     reuse_buffers: bool
     views: bool = True
+    external_for: ExternalProvider | None = None
     # host view value -> the buffer it reinterprets (never itself a view)
     storage: dict[SSAValue, SSAValue] = field(default_factory=dict)
 
@@ -299,6 +302,10 @@ class _BlockEmitter:
                 results = [buffer[r] for r in op.results]
                 if isinstance(op, _REGION_OPS):
                     _CONTROL_FLOW[type(op)](self, op, operands, results, f"{self.prefix}_{i}")
+                elif isinstance(op, func.CallOp):  # a BYOC partition: its external kernel
+                    if ctx.external_for is None:
+                        raise AssertionError("a call in a graph function needs external_for")
+                    self.emit(func.CallOp(ctx.external_for(op), operands + results, [])).location = op.location
                 else:
                     symbol = ctx.kernel_for(op, f"{self.prefix}_{i}_{op.name.split('.', 1)[1]}")
                     self.emit(func.CallOp(symbol, operands + results, [])).location = op.location
@@ -339,7 +346,8 @@ class _BlockEmitter:
 
 def _computed(value: SSAValue) -> bool:
     """Whether an op of the block computes ``value`` (into a buffer it is given)."""
-    return isinstance(value.owner, GraphOp) and not value.owner.has_trait(ConstantLike)
+    return (isinstance(value.owner, GraphOp) and not value.owner.has_trait(ConstantLike)) \
+        or isinstance(value.owner, func.CallOp)
 
 
 def _forward_into_destinations(direct_output: dict[SSAValue, SSAValue],
@@ -508,6 +516,7 @@ def bufferize_function(
     reuse_buffers: bool = True,
     helper_kernel_for: HelperProvider | None = None,
     views: bool = True,
+    external_for: ExternalProvider | None = None,
 ) -> func.FuncOp:
     """Build the host function of graph function ``fn`` (``fn`` is not changed)."""
     fn_name = fn.sym_name.data
@@ -527,7 +536,8 @@ def bufferize_function(
     for k, out in enumerate(outputs):
         out.name_hint = f"result{k}"
 
-    ctx = _Context(fn_name, store, kernel_for, copy_kernel_for, helper_kernel_for, reuse_buffers, views)
+    ctx = _Context(fn_name, store, kernel_for, copy_kernel_for, helper_kernel_for, reuse_buffers, views,
+                   external_for=external_for)
     _BlockEmitter(ctx, block, fn_name).run(graph_block, list(block.args[:len(in_types)]), outputs)
     block.add_op(func.ReturnOp())
     return host

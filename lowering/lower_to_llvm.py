@@ -46,6 +46,9 @@ and loops/ifs must become blocks anyway:
   and the host function itself, is bracketed by ``clock_gettime`` timestamps recorded into
   a caller-given buffer; the module gets the record table ``dlc.profile_sites``
   (lowering/to_llvm/profile.py). Without it the output is unchanged.
+* a BYOC kernel (a declaration tagged ``dlc.external``, lower-to-loops) returns an
+  i32 status: nonzero becomes the host's status ``256 + k`` (k: its index,
+  ``dlc.external_index``; its own value goes to ``@dlc_alloc_failure``).
 * ``tloop.weight "w"`` becomes an external global ``@__dlc_weight_<i>`` tagged
   ``dlc.weight_name = "w"``; the JIT binds it to the weights-store array, an
   exported library embeds the bytes, and the LLVM IR text of
@@ -73,6 +76,8 @@ from dlc.dialects.tloop_bounds import first_out_of_bounds
 from dlc.lowering.to_llvm.function import (
     ALLOC_FAILURE_GETTER,
     ALLOC_FAILURE_GLOBAL,
+    EXTERNAL_ATTR,
+    EXTERNAL_INDEX_ATTR,
     HOST_ATTR,
     NUM_INPUTS_ATTR,
     NUM_THREADS_GLOBAL,
@@ -177,6 +182,9 @@ def _lower_function(state: ModuleState, fn: func.FuncOp, may_alias: bool = False
     for attr in (tloop.KERNEL_ATTR, HOST_ATTR, NUM_INPUTS_ATTR, "tloop.source"):
         if attr in fn.attributes:
             new.attributes[attr] = fn.attributes[attr]
+    if name in state.externals:
+        new.attributes[EXTERNAL_ATTR] = fn.attributes[EXTERNAL_ATTR]
+        new.attributes[EXTERNAL_INDEX_ATTR] = IntegerAttr(state.externals[name], i64)
     return new
 
 
@@ -249,6 +257,10 @@ def lower_module(module: ModuleOp, profile: bool = False) -> None:
                 raise LoweringError(*found)
     state = ModuleState(module, {}, {}, [])
     state.status_functions = _status_functions(funcs)
+    # BYOC kernels (lower-to-loops declared them): i32 status, numbered for the runtime
+    externals = [f for f in funcs if f.is_declaration and EXTERNAL_ATTR in f.attributes]
+    state.externals = {f.sym_name.data: k for k, f in enumerate(externals)}
+    state.status_functions |= set(state.externals)
     if not any(op.sym_name.data == SET_NUM_THREADS for op in module.ops if isinstance(op, llvm.FuncOp)):
         state.new_ops.extend(_thread_count_support())
     if not any(op.sym_name.data == ALLOC_FAILURE_GLOBAL for op in module.ops if isinstance(op, llvm.GlobalOp)):

@@ -27,13 +27,15 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import FileLineColLoc, IntegerAttr, ModuleOp, TensorType, i64
-from xdsl.ir import Operation
+from xdsl.ir import Operation, Region
 from xdsl.passes import ModulePass
 from xdsl.traits import ConstantLike
 
+from dlc.byoc.targets import CODEGEN_ATTR, EXTERNAL_ATTR
 from dlc.dialects.graph import IfOp, LoopOp, ScanOp, YieldOp, is_composite
 from dlc.dialects.graph_base import GraphOp
 from dlc.lowering.bufferize import bufferize_function
+from dlc.lowering.kernels.builder import memref_of
 from dlc.lowering.kernels import generate, generator_for
 from dlc.lowering.kernels.forms import KernelOptions
 from dlc.lowering.kernels.control_flow import read_row_kernel, write_row_kernel, zero_kernel
@@ -67,16 +69,19 @@ def describe_place(op: Operation) -> str:
     return f"{where}, op #{index}"
 
 
-def check_lowerable(fn: func.FuncOp) -> None:
+def check_lowerable(fn: func.FuncOp, externals: frozenset[str] = frozenset()) -> None:
     if len(fn.body.blocks) != 1:
         raise LoweringError(fn, "expected a single-block function")
-    _check_block(fn.body.block)
+    _check_block(fn.body.block, externals)
 
 
-def _check_block(block) -> None:
-    """Every op of ``block`` (and of the bodies of its region ops) has a kernel."""
+def _check_block(block, externals: frozenset[str] = frozenset()) -> None:
+    """Every op of ``block`` (and of the bodies of its region ops) has a kernel; a
+    ``func.call`` at the top level must call a BYOC partition (``externals``)."""
     for op in block.ops:
         if isinstance(op, (func.ReturnOp, YieldOp)):
+            continue
+        if isinstance(op, func.CallOp) and op.callee.string_value() in externals:
             continue
         if not isinstance(op, GraphOp):
             raise LoweringError(op, f"'{op.name}' is not a graph op and cannot be lowered")
@@ -177,7 +182,26 @@ def is_graph_function(op: Operation) -> bool:
         and not op.is_declaration
         and "tloop.kernel" not in op.attributes
         and "tloop.host" not in op.attributes
+        and CODEGEN_ATTR not in op.attributes
     )
+
+
+def _external_declarations(module: ModuleOp) -> dict[str, func.FuncOp]:
+    """BYOC partitions (``dlc.codegen``, transforms/partition_graph.py) -> the declaration
+    of their external C symbol over buffers: ``(inputs..., outputs...)``, tagged
+    ``dlc.external = "<target>"`` (lower-to-llvm gives it the i32 status ABI)."""
+    out = {}
+    for op in list(module.ops):
+        if isinstance(op, func.FuncOp) and CODEGEN_ATTR in op.attributes:
+            ins = [memref_of(t) for t in op.function_type.inputs.data]
+            outs = [memref_of(t) for t in op.function_type.outputs.data]
+            decl = func.FuncOp(op.sym_name.data, (ins + outs, []), Region(), visibility="private")
+            decl.attributes[EXTERNAL_ATTR] = op.attributes[CODEGEN_ATTR]
+            module.body.block.insert_op_before(decl, op)
+            op.detach()
+            op.erase()
+            out[decl.sym_name.data] = decl
+    return out
 
 
 def stamp_cost(kernel: func.FuncOp, ops: list[Operation]) -> None:
@@ -199,15 +223,16 @@ def lower_module(module: ModuleOp, reuse_buffers: bool = True, flat_conv: bool =
     store = store_of(module)
     cache = KernelCache(KernelOptions(flat_conv=flat_conv), profile)
     graph_fns = [op for op in module.ops if is_graph_function(op)]
+    externals = frozenset(_external_declarations(module))
     for fn in graph_fns:
-        check_lowerable(fn)
+        check_lowerable(fn, externals)
     for fn in graph_fns:
         cache.reserve(fn.sym_name.data)
     hosts = []
     for fn in graph_fns:
         hosts.append(
             bufferize_function(fn, store, cache.kernel_for, cache.copy_kernel_for, reuse_buffers,
-                               cache.helper_kernel_for)
+                               cache.helper_kernel_for, external_for=lambda call: call.callee.string_value())
         )
     # kernels first, then hosts in place of the graph functions
     first = graph_fns[0] if graph_fns else None

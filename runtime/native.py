@@ -97,6 +97,9 @@ class DlcRuntimeError(Exception):
 STATUS_OK = 0
 STATUS_WORKSPACE_OOM = 1
 STATUS_BUFFER_OOM = 2
+# 256 + k: the k-th BYOC external kernel (metadata "external": [[symbol, target], ...])
+# returned nonzero; its own value is what dlc_alloc_failure_bytes() reads then
+STATUS_EXTERNAL_BASE = 256
 ALLOC_FAILURE_GETTER = "dlc_alloc_failure_bytes"  # int64_t(void)
 METADATA_FORMAT = "dlc-2"  # dlc-1: void entry points, no status
 
@@ -192,6 +195,7 @@ class EntryPoint:
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.c_void_p] * arity))(address)
         # the module's dlc_alloc_failure_bytes() (NativeModule sets it for its entries)
         self.alloc_failure_address = alloc_failure_address
+        self.external_kernels: list[tuple[str, str]] = []  # (symbol, BYOC target), NativeModule sets it
 
     def __call__(self, *arrays, outputs: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
         """Run on ``arrays``; results go to fresh arrays, or to ``outputs`` (C-contiguous,
@@ -238,6 +242,13 @@ class EntryPoint:
     def _failure(self, status: int) -> DlcRuntimeError:
         size = ctypes.CFUNCTYPE(ctypes.c_int64)(self.alloc_failure_address)() \
             if self.alloc_failure_address else 0
+        if status >= STATUS_EXTERNAL_BASE:
+            k = status - STATUS_EXTERNAL_BASE
+            if k < len(self.external_kernels):
+                symbol, target = self.external_kernels[k]
+                return DlcRuntimeError(f"@{self.name}: external kernel @{symbol} (BYOC target '{target}') "
+                                       f"failed with status {size}")
+            return DlcRuntimeError(f"@{self.name}: external kernel #{k} failed with status {size}")
         amount = f" of {format_bytes(size)}" if size > 0 else ""
         if status == STATUS_WORKSPACE_OOM:
             return DlcRuntimeError(f"out of memory: workspace{amount} for @{self.name} could not be allocated")
@@ -271,12 +282,14 @@ class NativeModule:
 
     def __init__(self, entries: dict[str, EntryPoint], default_entry: str,
                  set_num_threads_address: int | None = None, keepalive: object = None,
-                 release_workspaces_address: int | None = None, alloc_failure_address: int | None = None):
+                 release_workspaces_address: int | None = None, alloc_failure_address: int | None = None,
+                 external_kernels: Sequence[tuple[str, str]] = ()):
         if default_entry not in entries:
             raise DlcRuntimeError(f"no entry point named @{default_entry}")
         for point in entries.values():
             if point.alloc_failure_address is None:
                 point.alloc_failure_address = alloc_failure_address
+            point.external_kernels = [tuple(k) for k in external_kernels]
         self.entries = entries
         self.default_entry = default_entry
         self._keepalive = keepalive
@@ -371,6 +384,7 @@ def load(path: str, num_threads: int | None = None) -> NativeModule:
         specs = {name: (specs_from_json(spec["inputs"]), specs_from_json(spec["outputs"]))
                  for name, spec in meta["entries"].items()}
         default = meta["default_entry"]
+        external = [(str(symbol), str(target)) for symbol, target in meta.get("external", [])]
     except (ValueError, KeyError, TypeError, AttributeError) as err:
         raise DlcRuntimeError(f"{path}: corrupt dlc_metadata ({type(err).__name__}: {err})") from None
 
@@ -383,7 +397,7 @@ def load(path: str, num_threads: int | None = None) -> NativeModule:
     entries = {name: EntryPoint(name, address(name), ins, outs) for name, (ins, outs) in specs.items()}
     module = NativeModule(entries, default, address("dlc_set_num_threads"), keepalive=lib,
                           release_workspaces_address=address("dlc_release_workspaces"),
-                          alloc_failure_address=address(ALLOC_FAILURE_GETTER))
+                          alloc_failure_address=address(ALLOC_FAILURE_GETTER), external_kernels=external)
     if num_threads is None and env_thread_count() is None and not forked_child():
         num_threads = meta.get("num_threads")  # the compile-time choice, if any
     if num_threads is not None:

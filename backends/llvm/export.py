@@ -74,8 +74,11 @@ def weights_assembly(weights: dict[str, np.ndarray], blob_path: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: str, opt: int = 3) -> None:
-    """Compile ``llvm_ir`` (unoptimized is fine) for the host into the shared library ``path``."""
+def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: str, opt: int = 3,
+                          externals=()) -> None:
+    """Compile ``llvm_ir`` (unoptimized is fine) for the host into the shared library ``path``;
+    ``externals``: BYOC kernels (dlc.byoc.ExternalKernel) compiled and linked in, with
+    their -L/-l/-rpath (backends/llvm/external.py)."""
     check_writable(path)  # a directory or a missing one: fail before the work
     tm = host_target_machine(pic=True, opt=opt)  # the JIT's CPU name + features (FMA...)
     module = parse_and_optimize(llvm_ir, tm, opt)
@@ -92,13 +95,22 @@ def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: st
             weights_obj = os.path.join(tmp, "weights.o")
             _run([cc, "-c", asm, "-o", weights_obj])
             objects.append(weights_obj)
+        extra: list[str] = []
+        if externals:
+            from dlc.backends.llvm.external import ExternalBuildError, compile_objects, link_flags
+
+            try:
+                objects += compile_objects(list(externals), tmp)
+            except ExternalBuildError as err:
+                raise ExportError(f"export: {err}") from None
+            extra = link_flags(list(externals))
         gomp = libgomp_path()
         # linked into a temporary file, then put at `path` by dlc.output_files' rule:
         # renamed over a file (a symlink's target), written through a device or
         # FIFO, an error for a directory or a missing one
 
         def link(staged: str) -> None:
-            _run([cc, "-shared", "-o", staged, *objects, *([gomp] if gomp else []), "-lm",
+            _run([cc, "-shared", "-o", staged, *objects, *extra, *([gomp] if gomp else []), "-lm",
                   "-Wl,-z,noexecstack"])
             append_trailer(staged)  # verified by dlc.runtime.load before dlopen
 

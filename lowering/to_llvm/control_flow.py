@@ -14,6 +14,7 @@ from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from dlc.dialects import tloop
 from dlc.lowering.to_llvm.function import (
+    STATUS_EXTERNAL_BASE,
     LOOP_ATTR,
     NUM_THREADS_GLOBAL,
     PTR,
@@ -274,6 +275,12 @@ def _call(lo, op):
         raise lo.fail(op, "with several results is not supported")
     result = llvm_type(op.results[0].type, lo.where(op)) if op.results else None
     callee = op.callee.string_value()
+    if callee in lo.state.externals:  # a BYOC kernel: nonzero -> STATUS_EXTERNAL_BASE + its index
+        status = lo.emit(llvm.CallOp(callee, *(lo.v(o) for o in op.operands), return_type=i32))
+        detail = lo.emit(llvm.SExtOp(status, i64))
+        lo.fail_if(lo.icmp("ne", status, lo.const(0, i32)),
+                   STATUS_EXTERNAL_BASE + lo.state.externals[callee], detail)
+        return None
     if callee in lo.state.status_functions:  # it may fail: pass its status up
         status = lo.emit(llvm.CallOp(callee, *(lo.v(o) for o in op.operands), return_type=i32))
         lo.fail_if(lo.icmp("ne", status, lo.const(0, i32)), status)

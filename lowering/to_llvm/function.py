@@ -47,6 +47,12 @@ NUM_INPUTS_ATTR = "tloop.num_inputs"
 # status of an entry point / failing kernel (runtime/native.py reads the same numbers)
 STATUS_WORKSPACE_OOM = 1
 STATUS_BUFFER_OOM = 2
+# status STATUS_EXTERNAL_BASE + k: the k-th external (BYOC) kernel of the module
+# returned nonzero (its value goes to @dlc_alloc_failure); the metadata's "external"
+# list names them in the same order (runtime/native.py)
+STATUS_EXTERNAL_BASE = 256
+EXTERNAL_ATTR = "dlc.external"  # a BYOC kernel's declaration (lower-to-loops)
+EXTERNAL_INDEX_ATTR = "dlc.external_index"
 ALLOC_FAILURE_GLOBAL = "dlc_alloc_failure"  # internal i64: the size of the last failed allocation
 ALLOC_FAILURE_GETTER = "dlc_alloc_failure_bytes"  # exported i64(): reads it
 ICMP_PREDICATES = arith.CMPI_COMPARISON_OPERATIONS  # llvm.icmp numbers its predicates in this order too
@@ -119,6 +125,8 @@ class ModuleState:
     workspace_slots: list[str] = field(default_factory=list)
     # functions returning an i32 status (0 = done), see FunctionLowering.fail_if
     status_functions: set[str] = field(default_factory=set)
+    # external BYOC kernels (declarations tagged dlc.external) -> their index
+    externals: dict[str, int] = field(default_factory=dict)
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute | None) -> None:
         if name in self.declared:
@@ -221,7 +229,7 @@ class FunctionLowering:
         self.bind(results, values)
 
     # -- failure status (checked allocations, runtime/native.py's ABI) --------------------
-    def fail_if(self, failed: SSAValue, status: int | SSAValue, size: int | None = None) -> None:
+    def fail_if(self, failed: SSAValue, status: int | SSAValue, size: int | SSAValue | None = None) -> None:
         """Leave the function reporting ``status`` when the i1 ``failed`` holds (after
         recording ``size``, the bytes asked for, in ``@dlc_alloc_failure``);
         lowering goes on in the success block."""
@@ -230,7 +238,8 @@ class FunctionLowering:
         self.block = fail
         code = self.const(status, IntegerType(32)) if isinstance(status, int) else status
         if size is not None:
-            self.emit(llvm.StoreOp(self.const(size, i64), self.emit(llvm.AddressOfOp(ALLOC_FAILURE_GLOBAL, PTR))))
+            detail = self.const(size, i64) if isinstance(size, int) else size
+            self.emit(llvm.StoreOp(detail, self.emit(llvm.AddressOfOp(ALLOC_FAILURE_GLOBAL, PTR))))
         if self.status_slot is not None:
             self.emit(llvm.StoreOp(code, self.status_slot))
             self.emit(llvm.ReturnOp())

@@ -11,7 +11,9 @@ This file is THE layer table of dlc (docs/architecture.md names it). Layers, top
                 own their target-specific lowering such as backends/cuda/lower_to_gpu.py),
                 the numpy + ctypes runtime of exported libraries (runtime/)
     lowering / transforms
-                graph passes (transforms/), graph -> loops -> llvm (lowering/), the pass
+                graph passes (transforms/), graph -> loops -> llvm (lowering/), the BYOC
+                registries, patterns and codegen driver (byoc/: the passes use them; codegens
+                in backends/ register into them and are imported by name), the pass
                 registry (passes.py: it names passes of every layer by string and loads them
                 lazily; that is registration, not an import) and the reference evaluator
                 (evaluator.py: the numpy engine of fold-constant, over the dialects' ops)
@@ -39,7 +41,7 @@ PACKAGE = "dlc"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tools", ("tools/", "driver.py", "__init__.py", "te.py", "onnx_backend.py")),
     ("frontends/backends/runtime", ("frontends/", "backends/", "runtime/")),
-    ("lowering/transforms", ("lowering/", "transforms/", "passes.py", "evaluator.py")),
+    ("lowering/transforms", ("lowering/", "transforms/", "byoc/", "passes.py", "evaluator.py")),
     ("dialects", ("dialects/", "context.py")),
     ("core", ("diagnostics.py", "output_files.py", "registry.py", "weights.py", "target.py")),
 ]
