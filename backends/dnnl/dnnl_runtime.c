@@ -13,6 +13,7 @@
  * the values inside it are allocated once. Every failure returns a nonzero status (and
  * prints one line naming the oneDNN call to stderr, once).
  */
+#define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
