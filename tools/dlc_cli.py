@@ -50,6 +50,11 @@ def build_arg_parser() -> ArgumentParser:
     comp.add_argument("--pass-timing", action="store_true", help="print the time of each stage to stderr")
 
     run = sub.add_parser("run", help="run a model on given or random inputs")
+    for parser in (comp, run):  # bring your own codegen (dlc.byoc)
+        parser.add_argument("--byoc", action="append", default=[], metavar="TARGET[,TARGET]",
+                            help="offload what the BYOC target(s) accept (e.g. dnnl, c), in priority order")
+        parser.add_argument("-v", "--verbose", action="store_true",
+                            help="print which ops went to which BYOC codegen and why the rest did not")
     run.add_argument("model", help="model.mlir, model.onnx or model.so")
     run.add_argument("--entry", help="function to run (default: @main)")
     run.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
@@ -155,7 +160,8 @@ def load_te(path: str):
     return apply_default_schedules(import_te(path))
 
 
-def compile_model(path: str, target: str, entry: str | None, threads: int | None, profile: bool = False):
+def compile_model(path: str, target: str, entry: str | None, threads: int | None, profile: bool = False,
+                  byoc: list[str] | None = None, verbose: bool = False):
     kind = _kind(path)
     if kind == "so":
         raise DiagnosticError(f"'{path}' is already compiled")
@@ -166,11 +172,18 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
     from dlc.tools.progress import compile_progress
 
     extra = {"profile": True} if profile else {}
+    targets = [t for item in byoc or () for t in item.split(",") if t]
+    if targets:
+        extra["byoc"] = targets
     with compile_progress() as progress:  # None (no output) when stderr is not a terminal
         if progress is not None:
             extra["progress"] = progress
-        return _guard(f"compiling '{path}'", driver.compile, source, target=target, entry=entry,
-                      num_threads=threads, **extra)
+        compiled = _guard(f"compiling '{path}'", driver.compile, source, target=target, entry=entry,
+                          num_threads=threads, **extra)
+    if verbose and targets:
+        for line in getattr(compiled, "byoc_report", []):
+            print(f"byoc: {line}", file=sys.stderr)
+    return compiled
 
 
 # ---------------------------------------------------------------------------
@@ -180,7 +193,8 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
 
 def cmd_compile(args) -> int:
     check_writable(args.output)  # -o DIR, -o /missing/x.so: fail before compiling
-    compiled = compile_model(args.model, args.target, args.entry, args.threads)
+    compiled = compile_model(args.model, args.target, args.entry, args.threads, byoc=args.byoc,
+                             verbose=args.verbose or args.pass_timing)
     # the library is linked into a temporary path, then put at -o by the rule of
     # dlc.output_files (renamed over a file, written through a device or FIFO)
     publish_file(lambda tmp: _guard(f"exporting '{args.output}'", compiled.export, tmp), args.output)
@@ -395,7 +409,8 @@ def cmd_run(args) -> int:
         point = module.entries[entry]
         call, in_specs, out_specs = point, list(point.inputs), list(point.outputs)
     else:
-        compiled = compile_model(args.model, args.target, args.entry, args.threads, bool(args.profile))
+        compiled = compile_model(args.model, args.target, args.entry, args.threads, bool(args.profile),
+                                 byoc=args.byoc, verbose=args.verbose)
         call, in_specs = compiled, list(compiled.input_specs)
         out_specs = list(compiled.output_specs)
 
