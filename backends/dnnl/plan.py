@@ -78,7 +78,12 @@ class Plan:
     nresults: int
 
     def summary(self) -> str:
-        return ", ".join("+".join(p.names) for p in self.prims)
+        """The primitives, each kind once with its count, in first-use order."""
+        counts: dict[str, int] = {}
+        for p in self.prims:
+            key = "+".join(p.names)
+            counts[key] = counts.get(key, 0) + 1
+        return ", ".join(k if n == 1 else f"{k} x{n}" for k, n in counts.items())
 
 
 def row_major(dims) -> tuple[int, ...]:
