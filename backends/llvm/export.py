@@ -103,7 +103,9 @@ def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: st
                 objects += compile_objects(list(externals), tmp)
             except ExternalBuildError as err:
                 raise ExportError(f"export: {err}") from None
-            extra = link_flags(list(externals))
+            # -Bsymbolic: the model's calls bind to its own kernels, even when another
+            # library in the process defines the same partition name
+            extra = [*link_flags(list(externals)), "-Wl,-Bsymbolic"]
         gomp = libgomp_path()
         # linked into a temporary file, then put at `path` by dlc.output_files' rule:
         # renamed over a file (a symlink's target), written through a device or

@@ -3,9 +3,11 @@
 ``compile_objects`` compiles every source with the C compiler of the target
 (``toolchain.c_compiler(triple)``; -O3 -fPIC -std=c11, the kernel's include dirs)
 into a folder; ``link_flags`` gives the -L/-l/-rpath flags for the exported .so;
-``load_for_jit`` links the objects into one private shared library and loads it
-(after each kernel's ``preload`` libraries) RTLD_GLOBAL into this process, so the
-MCJIT module resolves the symbols. A compiler failure is an ExternalBuildError
+``load_for_jit`` links the objects into one private shared library, loads it (after
+each kernel's ``preload`` libraries, RTLD_GLOBAL) and binds each kernel symbol to its
+address for the MCJIT module (``llvm.add_symbol``, as the JIT binds weights: every
+compile names its partitions alike, so a process-wide lookup could find an earlier
+model's kernel). A compiler failure is an ExternalBuildError
 naming the partition and the compiler's first message.
 """
 
@@ -87,9 +89,12 @@ def load_for_jit(kernels: list[ExternalKernel]) -> ctypes.CDLL | None:
     _run([c_compiler_host(), "-shared", "-o", lib_path, *objects, *link_flags(kernels)],
          "BYOC kernels (JIT library)")
     try:
-        handle = ctypes.CDLL(lib_path, mode=ctypes.RTLD_GLOBAL)
-        llvm.load_library_permanently(lib_path)
-    except (OSError, RuntimeError) as err:
+        # RTLD_LOCAL and each symbol bound by address: every compile's partitions are
+        # named @c_main_0..., so a process-wide lookup would find another model's kernel
+        handle = ctypes.CDLL(lib_path)
+        for kernel in kernels:
+            llvm.add_symbol(kernel.symbol, ctypes.cast(getattr(handle, kernel.symbol), ctypes.c_void_p).value)
+    except (OSError, AttributeError) as err:
         raise ExternalBuildError(f"BYOC kernels: cannot load {lib_path}: {err}") from None
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # the mapping stays; nothing left in /tmp
