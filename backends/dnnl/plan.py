@@ -78,7 +78,9 @@ class Plan:
     nresults: int
 
     def summary(self) -> str:
-        """The primitives, each kind once with its count, in first-use order."""
+        """The primitives in order; past 8 of them, each kind once with its count."""
+        if len(self.prims) <= 8:
+            return ", ".join("+".join(p.names) for p in self.prims)
         counts: dict[str, int] = {}
         for p in self.prims:
             key = "+".join(p.names)
