@@ -565,6 +565,8 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     the other ops stayed with dlc.
     """
     byoc = check_byoc(byoc)
+    if byoc and (target == "cuda" or getattr(target, "kind", None) == "cuda"):
+        raise CompileError("byoc= is for the llvm target (BYOC kernels are C code for the host)")
     if profile and (target == "cuda" or getattr(target, "kind", None) == "cuda"):
         raise CompileError("profile=True is for the llvm target (the CUDA build is not instrumented)")
     if isinstance(target, str):

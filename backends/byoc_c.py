@@ -59,7 +59,15 @@ def _matmul(op: Operation) -> bool | str:
     return True
 
 
-pattern_table("c", [("add_relu", is_op("graph.relu")(is_op("graph.add")(wildcard(), wildcard())), None)])
+def _f32_match(m) -> bool | str:
+    """The composite's check: every absorbed op on f32 (a reason string otherwise)."""
+    for op in m.ops:
+        if (ok := _f32(op)) is not True:
+            return ok
+    return True
+
+
+pattern_table("c", [("add_relu", is_op("graph.relu")(is_op("graph.add")(wildcard(), wildcard())), _f32_match)])
 
 
 def _shape(t: TensorType) -> list[int]:

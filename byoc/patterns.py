@@ -81,21 +81,28 @@ def _owner(value: SSAValue) -> Operation | None:
     return value.owner if isinstance(value.owner, Operation) else None
 
 
+def _attr_value(op: Operation, name: str):
+    """A graph op's declared attribute as its Python value (default applied), else the
+    raw attribute's ``data`` (None when absent)."""
+    declared = getattr(type(op), "attribute_names", None)
+    if declared is not None and name in declared() and hasattr(op, name):
+        value = getattr(op, name)
+    else:
+        value = op.attributes.get(name)
+    return getattr(value, "data", value)
+
+
 def _attr_check(attrs: dict) -> Callable[[SSAValue], bool]:
     def check(value: SSAValue) -> bool:
         op = _owner(value)
         if op is None:
             return False
         for name, want in attrs.items():
-            have = getattr(op, name, None) if name in getattr(op, "attribute_names", lambda: ())() \
-                else op.attributes.get(name)
-            if have is None:
-                return False
+            have = _attr_value(op, name)
             if isinstance(want, (list, tuple)):
-                have = tuple(have) if not hasattr(have, "data") else have
-                if tuple(have) != tuple(want):
+                if not isinstance(have, (list, tuple)) or tuple(have) != tuple(want):
                     return False
-            elif have != want and getattr(have, "data", have) != want:
+            elif have is None or have != want:
                 return False
         return True
     return check

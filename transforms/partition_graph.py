@@ -84,8 +84,9 @@ def partition(module: ModuleOp) -> list[str]:
             ops = regions[rid]
             target = ops[0].attributes[ANNOTATION_ATTR].data
             symbol = unique_symbol(f"{target}_{fn.sym_name.data}_{rid}", taken)
-            names = _outline(module, functions, ops, target, symbol)
-            report.append(f"partition @{symbol} -> {target}: {len(names)} ops ({_kinds(names)})")
+            names, composites = _outline(module, functions, ops, target, symbol)
+            with_composites = f"; composites: {_kinds(composites)}" if composites else ""
+            report.append(f"partition @{symbol} -> {target}: {len(names)} ops ({_kinds(names)}{with_composites})")
         # composites left with dlc: back into the graph
         for op in list(block.ops):
             composite = composite_of(op, functions)
@@ -110,8 +111,10 @@ def partition(module: ModuleOp) -> list[str]:
     return report
 
 
-def _outline(module: ModuleOp, functions, ops: list[Operation], target: str, symbol: str) -> list[str]:
-    """Move ``ops`` into the partition ``symbol``; returns the graph op names it holds."""
+def _outline(module: ModuleOp, functions, ops: list[Operation], target: str, symbol: str
+             ) -> tuple[list[str], list[str]]:
+    """Move ``ops`` into the partition ``symbol``; returns the graph op names it holds
+    and the names of the composites among them."""
     members = set(ops)
     inputs: list[SSAValue] = []
     constants: list[SSAValue] = []
@@ -132,6 +135,7 @@ def _outline(module: ModuleOp, functions, ops: list[Operation], target: str, sym
     body = Block(arg_types=[v.type for v in args])
     mapping: dict[SSAValue, SSAValue] = dict(zip(args, body.args))
     names: list[str] = []
+    composites: list[str] = []
     composite_id = 0
     for op in ops:
         new = op.clone(value_mapper=mapping)
@@ -144,6 +148,7 @@ def _outline(module: ModuleOp, functions, ops: list[Operation], target: str, sym
         if composite is not None:
             tags = {COMPOSITE_ATTR: StringAttr(composite[1]), COMPOSITE_ID_ATTR: IntegerAttr(composite_id, i64)}
             composite_id += 1
+            composites.append(composite[1])
             inlined, returned = inline_call(new, composite[0], tags)
             names += [o.name for o in inlined]
             for old, value in zip(op.results, returned):
@@ -167,7 +172,7 @@ def _outline(module: ModuleOp, functions, ops: list[Operation], target: str, sym
     for op in reversed(ops):
         op.detach()
         op.erase()
-    return names
+    return names, composites
 
 
 def _inside(op: Operation, members: set[Operation]) -> bool:

@@ -73,3 +73,65 @@ def test_torch_mlp_with_byoc_c_matches_torch():
     with torch.no_grad():
         expected = mlp(x).numpy()
     np.testing.assert_allclose(module(x.numpy())[0], expected, rtol=1e-4, atol=1e-5)
+
+
+THIRD_REGION = """
+func.func @main(%x0: tensor<4xf32>) -> tensor<4xf32> {
+  %x1 = graph.exp %x0 : (tensor<4xf32>) -> tensor<4xf32>
+  %s1 = graph.tanh %x1 : (tensor<4xf32>) -> tensor<4xf32>
+  %s2 = graph.sigmoid %x0 : (tensor<4xf32>) -> tensor<4xf32>
+  %s3 = graph.add %s1, %s2 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %y = graph.mul %s2, %x1 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %z = graph.sub %s3, %y : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  return %z : tensor<4xf32>
+}
+"""
+
+
+@pytest.fixture
+def two_targets():
+    import dlc.byoc as byoc
+
+    byoc.pattern_table("tt", [])
+    byoc.pattern_table("uu", [])
+    byoc.supports("tt", "graph.exp", "graph.mul")(lambda op: True)
+    byoc.supports("uu", "graph.tanh", "graph.sigmoid", "graph.add")(lambda op: True)
+    yield
+    byoc.unregister("tt")
+    byoc.unregister("uu")
+
+
+def test_a_cycle_through_a_third_region_is_split(two_targets):
+    """x1 -> s1 in region S = {s1, s2, s3}, and S's s2 -> y: x1 and y in one region would
+    need S before and after it, although no single path leaves x1 and enters y through
+    an op outside the three (the walk must treat S as one node)."""
+    from dlc.driver import run_pass
+
+    module = load_module(THIRD_REGION)
+    for spec in ("annotate-target{targets=tt,uu}", "merge-compiler-regions"):
+        run_pass(spec, module)
+    region = {op.results[0].name_hint: op.attributes["dlc.region"].value.data
+              for op in module.walk() if "dlc.region" in op.attributes}
+    assert region["s1"] == region["s2"] == region["s3"]
+    assert region["x1"] != region["y"]
+    run_pass("partition-graph", module)
+    module.verify()
+    calls = [op.callee.string_value() for op in module.walk() if op.name == "func.call"]
+    assert len(calls) == 3
+
+
+def test_a_codegen_that_refuses_is_one_line():
+    import dlc.byoc as byoc
+
+    byoc.pattern_table("refuses", [])
+    byoc.supports("refuses", "graph.relu")(lambda op: True)
+
+    @byoc.codegen("refuses")
+    def generate(partition, ctx):
+        raise byoc.CodegenError(f"BYOC target 'refuses' cannot emit graph.relu in @{ctx.symbol}")
+    try:
+        with pytest.raises(dlc.driver.CompileError, match=r"^BYOC target 'refuses' cannot emit graph.relu "
+                                                          r"in @refuses_main_0$"):
+            dlc.compile(GRAPH, byoc="refuses")
+    finally:
+        byoc.unregister("refuses")
