@@ -197,8 +197,8 @@ def test_small_cnn_matches_onnxruntime():
     ort = pytest.importorskip("onnxruntime")
     path = str(ROOT / "examples" / "small_cnn.onnx")
     module = dlc.compile(path, byoc=["dnnl"])
-    assert module.byoc_report[0] == ("partition @dnnl_main_0 -> dnnl: 7 ops (graph.conv2d x2, graph.add x2, "
-                                     "graph.relu x2, graph.max_pool2d)")
+    assert module.byoc_report[0].startswith("partition @dnnl_main_0 -> dnnl: 7 ops (graph.conv2d x2, "
+                                            "graph.add x2, graph.relu x2, graph.max_pool2d")
     assert "@dnnl_main_0: dnnl dnnl_main_0: 3 oneDNN primitive(s): conv2d+add+relu, max_pool2d, " \
         "conv2d+add+relu" in module.byoc_report
     assert any(line.startswith("stays with dlc: graph.reduce_mean") for line in module.byoc_report)
