@@ -53,6 +53,7 @@ typedef struct {           /* one input of a primitive */
     int arg, value;
     dnnl_memory_t user, mem;   /* the value's memory; mem = user or the reordered copy */
     dnnl_primitive_t reorder;  /* NULL: none needed */
+    dnnl_memory_t reorder_pad;
     int once;                  /* reorder done at init, never again (constant weights) */
 } dlcd_input;
 
@@ -63,6 +64,8 @@ typedef struct {
     int dst_value;
     dnnl_memory_t dst_mem, dst_user;
     dnnl_primitive_t dst_reorder;
+    dnnl_memory_t dst_reorder_pad;
+    dnnl_memory_t scratchpad;  /* NULL: the primitive needs none */
 } dlcd_op_state;
 
 typedef struct {
@@ -142,6 +145,26 @@ static int dlcd_md_for(const dlcd_partition *p, int id, int any_ok, dnnl_memory_
     return 0;
 }
 
+/* a reorder primitive from `from` to `to`, with its own scratchpad (see dlcd_make_pd) */
+static int dlcd_make_reorder(const dlcd_partition *p, dnnl_engine_t eng, const_dnnl_memory_desc_t from,
+                             const_dnnl_memory_desc_t to, dnnl_primitive_t *r, dnnl_memory_t *pad) {
+    dnnl_primitive_attr_t attr;
+    dnnl_primitive_desc_t rpd;
+    DLCD_CHECK(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
+    DLCD_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
+               "dnnl_primitive_attr_set_scratchpad_mode");
+    DLCD_CHECK(dnnl_reorder_primitive_desc_create(&rpd, from, eng, to, eng, attr),
+               "dnnl_reorder_primitive_desc_create");
+    DLCD_CHECK(dnnl_primitive_create(r, rpd), "dnnl_primitive_create(reorder)");
+    const_dnnl_memory_desc_t md = dnnl_primitive_desc_query_md(rpd, dnnl_query_scratchpad_md, 0);
+    *pad = NULL;
+    if (md && dnnl_memory_desc_get_size(md))
+        DLCD_CHECK(dnnl_memory_create(pad, md, eng, DNNL_MEMORY_ALLOCATE), "dnnl_memory_create");
+    dnnl_primitive_desc_destroy(rpd);
+    dnnl_primitive_attr_destroy(attr);
+    return 0;
+}
+
 /* an input of op `st`: the value's memory, and a reorder into `want` when the primitive
  * wants another layout */
 static int dlcd_add_input(const dlcd_partition *p, dnnl_engine_t eng, dlcd_op_state *st, int arg,
@@ -156,11 +179,7 @@ static int dlcd_add_input(const dlcd_partition *p, dnnl_engine_t eng, dlcd_op_st
     if (want == NULL || dnnl_memory_desc_equal(have, want)) {
         in->mem = in->user;
     } else {
-        dnnl_primitive_desc_t rpd;
-        DLCD_CHECK(dnnl_reorder_primitive_desc_create(&rpd, have, eng, want, eng, NULL),
-                   "dnnl_reorder_primitive_desc_create");
-        DLCD_CHECK(dnnl_primitive_create(&in->reorder, rpd), "dnnl_primitive_create(reorder)");
-        dnnl_primitive_desc_destroy(rpd);
+        if (dlcd_make_reorder(p, eng, have, want, &in->reorder, &in->reorder_pad)) return 1;
         DLCD_CHECK(dnnl_memory_create(&in->mem, want, eng, DNNL_MEMORY_ALLOCATE), "dnnl_memory_create");
     }
     dnnl_memory_desc_destroy(have);
@@ -181,9 +200,9 @@ static int dlcd_exec(const dlcd_partition *p, dnnl_stream_t stream, dnnl_primiti
 }
 
 static int dlcd_reorder(const dlcd_partition *p, dnnl_stream_t stream, dnnl_primitive_t r,
-                        dnnl_memory_t from, dnnl_memory_t to) {
-    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    return dlcd_exec(p, stream, r, 2, a);
+                        dnnl_memory_t pad, dnnl_memory_t from, dnnl_memory_t to) {
+    dnnl_exec_arg_t a[3] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}, {DNNL_ARG_SCRATCHPAD, pad}};
+    return dlcd_exec(p, stream, r, pad ? 3 : 2, a);
 }
 
 /* the primitive descriptor of op `o` (attr: its post-ops) */
@@ -192,6 +211,11 @@ static int dlcd_make_pd(const dlcd_partition *p, dnnl_engine_t eng, const dlcd_o
     dnnl_primitive_attr_t attr;
     dnnl_post_ops_t po;
     DLCD_CHECK(dnnl_primitive_attr_create(&attr), "dnnl_primitive_attr_create");
+    /* the scratchpad is the partition's own: oneDNN's default (library mode) ties every
+     * primitive to one buffer of the thread that created it, which two partitions
+     * running on two threads would then share */
+    DLCD_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user),
+               "dnnl_primitive_attr_set_scratchpad_mode");
     DLCD_CHECK(dnnl_post_ops_create(&po), "dnnl_post_ops_create");
     for (int i = 0; i < o->npost; i++) {
         const dlcd_post *q = &o->post[i];
@@ -273,6 +297,9 @@ static int dlcd_build_op(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream
     dnnl_primitive_desc_t pd;
     if (dlcd_make_pd(p, eng, o, &pd)) return 1;
     DLCD_CHECK(dnnl_primitive_create(&st->prim, pd), "dnnl_primitive_create");
+    const_dnnl_memory_desc_t pad = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    if (pad && dnnl_memory_desc_get_size(pad))
+        DLCD_CHECK(dnnl_memory_create(&st->scratchpad, pad, eng, DNNL_MEMORY_ALLOCATE), "dnnl_memory_create");
     int has_wei = o->kind == DLCD_CONV || o->kind == DLCD_MATMUL;
     if (dlcd_add_input(p, eng, st, DNNL_ARG_SRC, o->src,
                        dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), 0)) return 1;
@@ -306,11 +333,7 @@ static int dlcd_build_op(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream
         if (dnnl_memory_desc_equal(plain, got)) {
             st->dst_mem = st->dst_user;
         } else {
-            dnnl_primitive_desc_t rpd;
-            DLCD_CHECK(dnnl_reorder_primitive_desc_create(&rpd, got, eng, plain, eng, NULL),
-                       "dnnl_reorder_primitive_desc_create");
-            DLCD_CHECK(dnnl_primitive_create(&st->dst_reorder, rpd), "dnnl_primitive_create(reorder)");
-            dnnl_primitive_desc_destroy(rpd);
+            if (dlcd_make_reorder(p, eng, got, plain, &st->dst_reorder, &st->dst_reorder_pad)) return 1;
             DLCD_CHECK(dnnl_memory_create(&st->dst_mem, got, eng, DNNL_MEMORY_ALLOCATE), "dnnl_memory_create");
         }
         dnnl_memory_desc_destroy(plain);
@@ -323,7 +346,7 @@ static int dlcd_build_op(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream
         DLCD_CHECK(dnnl_memory_set_data_handle(in->user, dlcd_handle(p, in->value, args, NULL)),
                    "dnnl_memory_set_data_handle");
         if (in->reorder) {
-            if (dlcd_reorder(p, stream, in->reorder, in->user, in->mem)) return 1;
+            if (dlcd_reorder(p, stream, in->reorder, in->reorder_pad, in->user, in->mem)) return 1;
             DLCD_CHECK(dnnl_stream_wait(stream), "dnnl_stream_wait");
         } else {  /* same layout: keep a copy, the caller's buffer is not ours to keep */
             const_dnnl_memory_desc_t md;
@@ -346,14 +369,14 @@ static int dlcd_build(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream_t 
 
 static int dlcd_run_op(const dlcd_partition *p, dnnl_stream_t stream, int i, void **args, void **outs) {
     dlcd_op_state *st = &p->state[i];
-    dnnl_exec_arg_t a[DLCD_MAX_IN + 1];
+    dnnl_exec_arg_t a[DLCD_MAX_IN + 2];
     int n = 0;
     for (int k = 0; k < st->nin; k++) {
         dlcd_input *in = &st->in[k];
         if (!in->once) {
             DLCD_CHECK(dnnl_memory_set_data_handle(in->user, dlcd_handle(p, in->value, args, outs)),
                        "dnnl_memory_set_data_handle");
-            if (in->reorder && dlcd_reorder(p, stream, in->reorder, in->user, in->mem)) return 1;
+            if (in->reorder && dlcd_reorder(p, stream, in->reorder, in->reorder_pad, in->user, in->mem)) return 1;
         }
         a[n].arg = in->arg;
         a[n++].memory = in->mem;
@@ -363,8 +386,12 @@ static int dlcd_run_op(const dlcd_partition *p, dnnl_stream_t stream, int i, voi
                    "dnnl_memory_set_data_handle");
     a[n].arg = DNNL_ARG_DST;
     a[n++].memory = st->dst_mem;
+    if (st->scratchpad) {
+        a[n].arg = DNNL_ARG_SCRATCHPAD;
+        a[n++].memory = st->scratchpad;
+    }
     if (dlcd_exec(p, stream, st->prim, n, a)) return 1;
-    if (st->dst_reorder && dlcd_reorder(p, stream, st->dst_reorder, st->dst_mem, st->dst_user)) return 1;
+    if (st->dst_reorder && dlcd_reorder(p, stream, st->dst_reorder, st->dst_reorder_pad, st->dst_mem, st->dst_user)) return 1;
     return 0;
 }
 

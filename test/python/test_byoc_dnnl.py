@@ -302,3 +302,34 @@ def test_exported_library_runs_in_a_fresh_process(tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), _run(module, x), rtol=1e-6, atol=1e-7)
     readelf = subprocess.run(["readelf", "-d", lib], capture_output=True, text=True).stdout
     assert "libdnnl.so.3" in readelf
+
+
+BROADCAST_MATMUL = """
+func.func @main(%a: tensor<2x3x5xf32>, %b: tensor<1x5x4xf32>) -> tensor<2x3x4xf32> {
+  %m = graph.matmul %a, %b : (tensor<2x3x5xf32>, tensor<1x5x4xf32>) -> tensor<2x3x4xf32>
+  func.return %m : tensor<2x3x4xf32>
+}
+"""
+
+
+@needs_onednn
+def test_a_batch_broadcast_matmul_stays_with_dlc():
+    module = _compile(BROADCAST_MATMUL)
+    assert any("stays with dlc: graph.matmul" in line and "no broadcast batch matmul" in line
+               for line in module.byoc_report)
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal((2, 3, 5)).astype(np.float32), rng.standard_normal((1, 5, 4)).astype(np.float32)
+    np.testing.assert_allclose(_run(module, a, b), a @ b, rtol=1e-5, atol=1e-5)
+
+
+@needs_onednn
+def test_calls_from_several_threads_agree():
+    from concurrent.futures import ThreadPoolExecutor
+
+    module = dlc.compile(str(ROOT / "examples" / "small_cnn.onnx"), byoc=["dnnl"])
+    xs = [np.random.default_rng(i).standard_normal((1, 3, 32, 32)).astype(np.float32) for i in range(8)]
+    want = [_run(module, x) for x in xs]
+    with ThreadPoolExecutor(4) as pool:  # the first calls of each thread's stream, concurrently
+        got = list(pool.map(lambda x: _run(module, x), xs * 3))
+    for i, y in enumerate(got):
+        np.testing.assert_array_equal(y, want[i % len(xs)])
