@@ -69,9 +69,10 @@ static dnnl_memory_desc_t dlcd_md[{nv}];
 static void *dlcd_buffers[{nv}];
 static pthread_mutex_t dlcd_mutex = PTHREAD_MUTEX_INITIALIZER;
 static int dlcd_ready;
+static void *dlcd_scratch;
 static const dlcd_partition dlcd_this = {{
     "{name}", {nv}, {no}, {plan.nargs}, dlcd_values, dlcd_ops, dlcd_state, dlcd_md,
-    dlcd_buffers, &dlcd_mutex, &dlcd_ready}};
+    dlcd_buffers, &dlcd_mutex, &dlcd_ready, &dlcd_scratch}};
 
 int32_t {symbol}({", ".join(params)}) {{
     void *args[] = {{{args}}};

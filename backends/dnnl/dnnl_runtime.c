@@ -78,6 +78,7 @@ typedef struct {
     void **buffers;           /* per DLCD_TMP value: its buffer */
     pthread_mutex_t *mutex;
     int *ready;               /* 0: not built, 1: built, -1: failed */
+    void **scratch;           /* the primitives' scratchpad: one buffer, calls are serialized */
 } dlcd_partition;
 
 static void dlcd_report(const dlcd_partition *p, const char *what, dnnl_status_t s) {
@@ -299,7 +300,7 @@ static int dlcd_build_op(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream
     DLCD_CHECK(dnnl_primitive_create(&st->prim, pd), "dnnl_primitive_create");
     const_dnnl_memory_desc_t pad = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
     if (pad && dnnl_memory_desc_get_size(pad))
-        DLCD_CHECK(dnnl_memory_create(&st->scratchpad, pad, eng, DNNL_MEMORY_ALLOCATE), "dnnl_memory_create");
+        DLCD_CHECK(dnnl_memory_create(&st->scratchpad, pad, eng, DNNL_MEMORY_NONE), "dnnl_memory_create");
     int has_wei = o->kind == DLCD_CONV || o->kind == DLCD_MATMUL;
     if (dlcd_add_input(p, eng, st, DNNL_ARG_SRC, o->src,
                        dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), 0)) return 1;
@@ -362,8 +363,22 @@ static int dlcd_build_op(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream
 }
 
 static int dlcd_build(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream_t stream, void **args) {
-    for (int i = 0; i < p->nops; i++)
+    size_t most = 0;
+    for (int i = 0; i < p->nops; i++) {
         if (dlcd_build_op(p, eng, stream, i, args)) return 1;
+        if (p->state[i].scratchpad) {
+            const_dnnl_memory_desc_t md;
+            DLCD_CHECK(dnnl_memory_get_memory_desc(p->state[i].scratchpad, &md), "dnnl_memory_get_memory_desc");
+            if (dnnl_memory_desc_get_size(md) > most) most = dnnl_memory_desc_get_size(md);
+        }
+    }
+    if (most) {  /* primitives run one at a time: they share the largest scratchpad */
+        if (!(*p->scratch = malloc(most))) return 1;
+        for (int i = 0; i < p->nops; i++)
+            if (p->state[i].scratchpad)
+                DLCD_CHECK(dnnl_memory_set_data_handle(p->state[i].scratchpad, *p->scratch),
+                           "dnnl_memory_set_data_handle");
+    }
     return 0;
 }
 
