@@ -133,7 +133,10 @@ static int dlcd_is_any(const dlcd_value *v) {
 static int dlcd_md_for(const dlcd_partition *p, int id, int any_ok, dnnl_memory_desc_t *md) {
     const dlcd_value *v = &p->values[id];
     if (p->md[id]) return dnnl_memory_desc_clone(md, p->md[id]) != dnnl_success;
-    if (any_ok && v->where == DLCD_TMP && dlcd_is_any(v)) {
+    /* a primitive's own result: let it pick (a result of the partition is reordered to
+     * its plain layout afterwards: cheaper than a primitive bound to that layout, such
+     * as a pool that falls back to oneDNN's reference code) */
+    if (any_ok && ((v->where == DLCD_TMP && dlcd_is_any(v)) || v->where == DLCD_OUT)) {
         DLCD_CHECK(dnnl_memory_desc_create_with_tag(md, v->ndims, v->dims, dnnl_f32, dnnl_format_tag_any),
                    "dnnl_memory_desc_create_with_tag(any)");
         return 0;

@@ -159,6 +159,7 @@ class _Planner:
         self.values: list[Value] = []
         self.value_ids: dict[Value, int] = {}
         self.tmp: dict[SSAValue, int] = {}  # a value made inside: its one entry
+        self.made_results: set[SSAValue] = set()  # results a primitive has made
         self.uses: dict[SSAValue, int] = {}
         for op in self.ops:
             for v in op.operands:
@@ -197,6 +198,8 @@ class _Planner:
         strides = tuple(strides) if strides is not None else row_major(dims)
         if v in self.args:
             return self._entry(Value(ARG, self.args.index(v), dims, strides))
+        if v in self.made_results:  # a result of the partition, read again inside it
+            return self._entry(Value(OUT, self.returned.index(v), dims, strides))
         raise PlanError("a value is read before the primitive that makes it")
 
     def const_arg(self, v: SSAValue) -> bool:
@@ -208,6 +211,7 @@ class _Planner:
         v = self.resolve(v)
         dims = tuple(int(d) for d in dims)
         if v in self.returned:
+            self.made_results.add(v)
             strides = tuple(strides) if strides is not None else row_major(dims)
             return self._entry(Value(OUT, self.returned.index(v), dims, strides))
         entry = Value(TMP, len(self.tmp), dims, (0,) * len(dims))

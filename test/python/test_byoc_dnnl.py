@@ -333,3 +333,33 @@ def test_calls_from_several_threads_agree():
         got = list(pool.map(lambda x: _run(module, x), xs * 3))
     for i, y in enumerate(got):
         np.testing.assert_array_equal(y, want[i % len(xs)])
+
+
+NHWC = """
+func.func @main(%x: tensor<1x9x11x3xf32>) -> (tensor<1x5x6x4xf32>, tensor<1x4x5x4xf32>) {
+  %k = graph.constant dense<WV> : tensor<3x3x3x4xf32>
+  %b = graph.constant dense<[0.5, -0.25, 1.0, 2.0]> : tensor<4xf32>
+  %y = graph.conv2d %x, %k {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, data_layout = "NHWC", kernel_layout = "HWIO"} : (tensor<1x9x11x3xf32>, tensor<3x3x3x4xf32>) -> tensor<1x5x6x4xf32>
+  %yb = graph.add %y, %b : (tensor<1x5x6x4xf32>, tensor<4xf32>) -> tensor<1x5x6x4xf32>
+  %r = graph.relu %yb : (tensor<1x5x6x4xf32>) -> tensor<1x5x6x4xf32>
+  %p = graph.max_pool2d %r {kernel = array<i64: 2, 2>, layout = "NHWC"} : (tensor<1x5x6x4xf32>) -> tensor<1x4x5x4xf32>
+  func.return %r, %p : tensor<1x5x6x4xf32>, tensor<1x4x5x4xf32>
+}
+"""
+
+
+@needs_onednn
+def test_nhwc_conv_with_hwio_kernel_and_nhwc_pool():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    w = rng.standard_normal((3, 3, 3, 4)).astype(np.float32)  # HWIO
+    module = _compile(NHWC.replace("WV", _dense(w)))
+    assert "conv2d+add+relu, max_pool2d" in _primitives(module)
+    x = rng.standard_normal((1, 9, 11, 3)).astype(np.float32)
+    F = torch.nn.functional
+    conv = F.conv2d(torch.tensor(x).permute(0, 3, 1, 2), torch.tensor(w).permute(3, 2, 0, 1), stride=2, padding=1)
+    r = torch.relu(conv + torch.tensor([0.5, -0.25, 1.0, 2.0]).reshape(1, 4, 1, 1))
+    p = F.max_pool2d(r, 2, 1)
+    got_r, got_p = module(x)
+    np.testing.assert_allclose(got_r, r.permute(0, 2, 3, 1).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got_p, p.permute(0, 2, 3, 1).numpy(), rtol=1e-5, atol=1e-5)
