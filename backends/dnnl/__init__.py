@@ -7,7 +7,7 @@ What goes to oneDNN (docs/architecture.md "BYOC: the oneDNN codegen"):
   chain becomes one oneDNN primitive with post-ops (plan.py);
 * the support predicates of the same anchor ops alone (checks.py says what each refuses
   and why: non-f32 types, dynamic shapes, grouped HWIO kernels, batch-broadcast
-  matmuls, ceil_mode avg pools that count padding);
+  matmuls, ceil_mode avg pools that count padding), and concat;
 * the codegen (codegen.py): one C file per partition over the runtime in
   dnnl_runtime.c, linked with libdnnl from the oneDNN that library.py finds.
 
@@ -65,6 +65,7 @@ supports(TARGET, "graph.conv2d")(checks.conv2d)
 supports(TARGET, "graph.matmul")(checks.matmul)
 supports(TARGET, "graph.dense")(checks.dense)
 supports(TARGET, "graph.max_pool2d", "graph.avg_pool2d")(checks.pool2d)
+supports(TARGET, "graph.concat")(checks.concat)
 
 
 @codegen(TARGET)

@@ -107,6 +107,15 @@ def add(op: Operation) -> bool | str:
     return _f32(op)
 
 
+def concat(op: Operation) -> bool | str:
+    ok = _f32(op)
+    if ok is not True:
+        return ok
+    if len(op.operands) > 16:  # plan.MAX_SRC
+        return f"a concat of {len(op.operands)} inputs (at most 16)"
+    return True
+
+
 # graph op name -> check; the ops the codegen knows
 CHECKS = {
     "graph.conv2d": conv2d,
@@ -117,6 +126,7 @@ CHECKS = {
     "graph.relu": relu,
     "graph.clip": clip,
     "graph.add": add,
+    "graph.concat": concat,
 }
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from xdsl.dialects import func
 
 from dlc.backends.dnnl.library import find_onednn, OneDNN
-from dlc.backends.dnnl.plan import MAX_POST, Plan, plan_partition
+from dlc.backends.dnnl.plan import MAX_POST, MAX_SRC, Plan, plan_partition
 
 RUNTIME_C = Path(__file__).with_name("dnnl_runtime.c")
 
@@ -46,11 +46,12 @@ def tables_c(plan: Plan, symbol: str, name: str) -> str:
     ops = []
     for p in plan.prims:
         posts = ", ".join(f"{{{q.kind}, {q.value}, {_float(q.alpha)}, {_float(q.beta)}}}" for q in p.post)
-        assert len(p.post) <= MAX_POST
+        assert len(p.post) <= MAX_POST and len(p.srcs) <= MAX_SRC
         ops.append(
             f"    {{{p.kind}, {p.src}, {p.wei}, {p.bias}, {p.dst}, {int(p.const_wei)}, "
             f"{_ints(p.strides)}, {_ints(p.kernel)}, {_ints(p.dil)}, {_ints(p.pad_l)}, "
-            f"{_ints(p.pad_r)}, {len(p.post)}, {{{posts}}}}}  /* {'+'.join(p.names)} */")
+            f"{_ints(p.pad_r)}, {len(p.post)}, {{{posts}}}, {len(p.srcs)}, {p.axis}, {_ints(p.srcs or [0])}}}"
+            f"  /* {'+'.join(p.names)} */")
     nv, no = len(plan.values), len(plan.prims)
     ops_text = ",\n".join(ops)
     params = [f"void *a{i}" for i in range(plan.nargs)] + [f"void *r{i}" for i in range(plan.nresults)]

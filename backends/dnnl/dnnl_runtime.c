@@ -22,11 +22,13 @@
 #include "oneapi/dnnl/dnnl.h"
 
 #define DLCD_MAX_POST 8
-#define DLCD_MAX_IN (3 + DLCD_MAX_POST)
+#define DLCD_MAX_SRC 16  /* a concat's inputs */
+#define DLCD_MAX_IN (3 + DLCD_MAX_POST + DLCD_MAX_SRC)
 
 enum { DLCD_ARG = 0, DLCD_OUT = 1, DLCD_TMP = 2 };
 enum { DLCD_CONV = 0, DLCD_MATMUL = 1, DLCD_POOL_MAX = 2, DLCD_POOL_AVG_INC = 3,
-       DLCD_POOL_AVG_EXC = 4, DLCD_ELTWISE_RELU = 5, DLCD_BINARY_ADD = 6 };
+       DLCD_POOL_AVG_EXC = 4, DLCD_ELTWISE_RELU = 5, DLCD_BINARY_ADD = 6,
+       DLCD_CONCAT = 7 };
 enum { DLCD_POST_RELU = 0, DLCD_POST_ADD = 1, DLCD_POST_CLIP = 2 };
 
 /* a tensor as one primitive sees it: where its memory is (an argument, a result, or a
@@ -47,6 +49,8 @@ typedef struct {
     int64_t strides[2], kernel[2], dil[2], pad_l[2], pad_r[2];
     int npost;
     dlcd_post post[DLCD_MAX_POST];
+    int nsrc, axis;            /* a concat: its inputs (srcs) along axis */
+    int srcs[DLCD_MAX_SRC];
 } dlcd_op;
 
 typedef struct {           /* one input of a primitive */
@@ -237,6 +241,22 @@ static int dlcd_make_pd(const dlcd_partition *p, dnnl_engine_t eng, const dlcd_o
     DLCD_CHECK(dnnl_primitive_attr_set_post_ops(attr, po), "dnnl_primitive_attr_set_post_ops");
     dnnl_post_ops_destroy(po);
     dnnl_memory_desc_t src, wei = NULL, bias = NULL, dst;
+    if (o->kind == DLCD_CONCAT) {
+        dnnl_memory_desc_t mds[DLCD_MAX_SRC];
+        for (int i = 0; i < o->nsrc; i++)
+            if (dlcd_md_for(p, o->srcs[i], 0, &mds[i])) return 1;
+        if (dlcd_md_for(p, o->dst, 1, &dst)) return 1;
+        dnnl_status_t s = dnnl_concat_primitive_desc_create(pd, eng, dst, o->nsrc, o->axis,
+                                                            (const_dnnl_memory_desc_t *)mds, attr);
+        if (s != dnnl_success) {
+            dlcd_report(p, "creating the concat primitive descriptor", s);
+            return 1;
+        }
+        for (int i = 0; i < o->nsrc; i++) dnnl_memory_desc_destroy(mds[i]);
+        dnnl_memory_desc_destroy(dst);
+        dnnl_primitive_attr_destroy(attr);
+        return 0;
+    }
     if (o->kind == DLCD_CONV) {  /* any: the convolution picks its input layout too */
         const dlcd_value *v = &p->values[o->src];
         DLCD_CHECK(dnnl_memory_desc_create_with_tag(&src, v->ndims, v->dims, dnnl_f32, dnnl_format_tag_any),
@@ -305,7 +325,11 @@ static int dlcd_build_op(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream
     if (pad && dnnl_memory_desc_get_size(pad))
         DLCD_CHECK(dnnl_memory_create(&st->scratchpad, pad, eng, DNNL_MEMORY_NONE), "dnnl_memory_create");
     int has_wei = o->kind == DLCD_CONV || o->kind == DLCD_MATMUL;
-    if (dlcd_add_input(p, eng, st, DNNL_ARG_SRC, o->src,
+    for (int i = 0; i < o->nsrc; i++)
+        if (dlcd_add_input(p, eng, st, DNNL_ARG_MULTIPLE_SRC + i, o->srcs[i],
+                           dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, i), 0)) return 1;
+    if (o->kind != DLCD_CONCAT &&
+        dlcd_add_input(p, eng, st, DNNL_ARG_SRC, o->src,
                        dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0), 0)) return 1;
     if (o->kind == DLCD_BINARY_ADD &&
         dlcd_add_input(p, eng, st, DNNL_ARG_SRC_1, o->wei,

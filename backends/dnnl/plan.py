@@ -5,7 +5,8 @@ and add ops that follow it on a value used once become its post-ops (the first a
 per-channel constant becomes a conv's or matmul's bias input, other adds binary-add
 post-ops: the residual add of a ResNet block, any broadcast), so the conv + bias + add +
 relu chain is one oneDNN call. A relu or add that follows nothing fusable is a primitive of
-its own (eltwise, binary). A primitive runs where the last op of its chain stood, so the
+its own (eltwise, binary), and so is a concat (SqueezeNet's and Inception's channel
+concats keep their convs in one partition). A primitive runs where the last op of its chain stood, so the
 operands of its post-ops are computed before it. Composite functions or regions inside the
 partition (merge-composite's) are looked through: only the graph ops count.
 
@@ -26,9 +27,10 @@ from dlc.backends.dnnl import checks
 from dlc.dialects.graph.conv import _window_attrs
 
 ARG, OUT, TMP = 0, 1, 2
-CONV, MATMUL, POOL_MAX, POOL_AVG_INC, POOL_AVG_EXC, ELTWISE_RELU, BINARY_ADD = range(7)
+CONV, MATMUL, POOL_MAX, POOL_AVG_INC, POOL_AVG_EXC, ELTWISE_RELU, BINARY_ADD, CONCAT = range(8)
 POST_RELU, POST_ADD, POST_CLIP = 0, 1, 2
 MAX_POST = 8
+MAX_SRC = 16  # a concat's inputs (dnnl_runtime.c DLCD_MAX_SRC)
 ANCHORS = ("graph.conv2d", "graph.matmul", "graph.dense", "graph.max_pool2d", "graph.avg_pool2d")
 
 
@@ -66,6 +68,8 @@ class Prim:
     pad_l: tuple[int, int] = (0, 0)
     pad_r: tuple[int, int] = (0, 0)
     post: list[Post] = field(default_factory=list)
+    srcs: list[int] = field(default_factory=list)  # a concat's inputs
+    axis: int = 0
     names: list[str] = field(default_factory=list)  # the fused ops, for the report
     last: int = 0  # index of the chain's last op: where it runs
 
@@ -306,7 +310,7 @@ class _Planner:
 
     def fuse(self, prim: Prim, op, current: SSAValue, out_dims, graph_out) -> bool:
         """Fold ``op`` (which reads ``current``) into ``prim``'s post-ops, if it can be."""
-        if len(prim.post) >= MAX_POST:
+        if len(prim.post) >= MAX_POST or prim.kind == CONCAT:
             return False
         if op.name == "graph.relu":
             prim.post.append(Post(POST_RELU))
@@ -393,6 +397,9 @@ class _Planner:
         shape = _shape(op.results[0])
         if op.name == "graph.relu":
             return Prim(ELTWISE_RELU, src=self.view(op.operands[0], shape)), shape
+        if op.name == "graph.concat":
+            axis = op.attrs.axis % len(shape)
+            return Prim(CONCAT, src=-1, srcs=[self.view(v, _shape(v)) for v in op.operands], axis=axis), shape
         if op.name == "graph.add":
             a, b = (_shape(v) for v in op.operands)
             pad_b = [1] * (len(shape) - len(b)) + b

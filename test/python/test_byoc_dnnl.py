@@ -363,3 +363,30 @@ def test_nhwc_conv_with_hwio_kernel_and_nhwc_pool():
     got_r, got_p = module(x)
     np.testing.assert_allclose(got_r, r.permute(0, 2, 3, 1).numpy(), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got_p, p.permute(0, 2, 3, 1).numpy(), rtol=1e-5, atol=1e-5)
+
+
+@needs_onednn
+def test_fire_module_concat_stays_in_one_partition():
+    """SqueezeNet's fire module: squeeze 1x1, expand 1x1 and 3x3, concat on channels."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(1)
+
+    class Fire(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.squeeze = torch.nn.Conv2d(6, 3, 1)
+            self.e1 = torch.nn.Conv2d(3, 5, 1)
+            self.e3 = torch.nn.Conv2d(3, 7, 3, padding=1)
+
+        def forward(self, x):
+            s = torch.relu(self.squeeze(x))
+            y = torch.cat([torch.relu(self.e1(s)), torch.relu(self.e3(s))], 1)
+            return torch.nn.functional.max_pool2d(y, 3, 2, ceil_mode=True)
+
+    model, x = Fire().eval(), torch.randn(1, 6, 13, 11)
+    module = dlc.compile(model, (x,), byoc=["dnnl"])
+    assert sum(line.startswith("partition") for line in module.byoc_report) == 1
+    assert "concat" in _primitives(module)
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(_run(module, x.numpy()), want, rtol=1e-5, atol=1e-5)
