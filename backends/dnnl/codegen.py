@@ -41,8 +41,8 @@ def _float(x: float) -> str:
 def tables_c(plan: Plan, symbol: str, name: str) -> str:
     """The C tables of ``plan`` and the entry point ``symbol``."""
     vals = ",\n".join(
-        f"    {{{v.where}, {v.index}, {len(v.dims)}, {_ints(v.dims)}, {_ints(v.strides)}}}"
-        for v in plan.values)
+        f"    {{{v.where}, {v.index}, {len(v.dims)}, {_ints(v.dims)}, {_ints(v.strides)}, {last}}}"
+        for v, last in zip(plan.values, plan.last_read))
     ops = []
     for p in plan.prims:
         posts = ", ".join(f"{{{q.kind}, {q.value}, {_float(q.alpha)}, {_float(q.beta)}}}" for q in p.post)

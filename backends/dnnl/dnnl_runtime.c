@@ -38,6 +38,7 @@ typedef struct {
     int where, index, ndims;
     dnnl_dims_t dims;     /* DNNL_MAX_NDIMS entries, the first ndims used */
     dnnl_dims_t strides;
+    int last;             /* DLCD_TMP: the last op that reads it (its buffer is free after) */
 } dlcd_value;
 
 typedef struct { int kind, value; float alpha, beta; } dlcd_post;
@@ -350,9 +351,8 @@ static int dlcd_build_op(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream
     st->dst_value = o->dst;
     if (dv->where == DLCD_TMP) {
         DLCD_CHECK(dnnl_memory_desc_clone(&p->md[o->dst], got), "dnnl_memory_desc_clone");
-        p->buffers[o->dst] = malloc(dnnl_memory_desc_get_size(got) + 1);
-        if (!p->buffers[o->dst]) return 1;
-        DLCD_CHECK(dnnl_memory_create(&st->dst_mem, got, eng, p->buffers[o->dst]), "dnnl_memory_create");
+        /* its buffer: dlcd_build gives it one (shared with values no longer read) */
+        DLCD_CHECK(dnnl_memory_create(&st->dst_mem, got, eng, DNNL_MEMORY_NONE), "dnnl_memory_create");
     } else {
         dnnl_memory_desc_t plain;
         if (dlcd_plain_md(p, dv, &plain)) return 1;
@@ -389,10 +389,46 @@ static int dlcd_build_op(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream
     return 0;
 }
 
+/* the buffers of the values inside the partition, assigned in execution order: a value
+ * takes the smallest free block that is large enough (or a new one), and its block is
+ * free again after the last op that reads it. The ops run in this order on every call. */
+typedef struct { void *ptr; size_t size; int busy; } dlcd_block;
+
+static int dlcd_assign_buffer(const dlcd_partition *p, dlcd_block *blocks, int *nblocks, int *block_of,
+                              int id) {
+    size_t size = dnnl_memory_desc_get_size(p->md[id]) + 1;
+    int pick = -1;
+    for (int b = 0; b < *nblocks; b++)
+        if (!blocks[b].busy && blocks[b].size >= size && (pick < 0 || blocks[b].size < blocks[pick].size))
+            pick = b;
+    if (pick < 0) {
+        pick = (*nblocks)++;
+        blocks[pick].ptr = malloc(size);
+        blocks[pick].size = size;
+        if (!blocks[pick].ptr) return 1;
+    }
+    blocks[pick].busy = 1;
+    block_of[id] = pick;
+    p->buffers[id] = blocks[pick].ptr;
+    return 0;
+}
+
 static int dlcd_build(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream_t stream, void **args) {
     size_t most = 0;
+    dlcd_block *blocks = calloc((size_t)p->nvalues, sizeof *blocks);
+    int *block_of = calloc((size_t)p->nvalues, sizeof *block_of), nblocks = 0;
+    if (!blocks || !block_of) return 1;
     for (int i = 0; i < p->nops; i++) {
         if (dlcd_build_op(p, eng, stream, i, args)) return 1;
+        int dst = p->ops[i].dst;
+        if (p->values[dst].where == DLCD_TMP) {
+            if (dlcd_assign_buffer(p, blocks, &nblocks, block_of, dst)) return 1;
+            DLCD_CHECK(dnnl_memory_set_data_handle(p->state[i].dst_mem, p->buffers[dst]),
+                       "dnnl_memory_set_data_handle");
+        }
+        for (int v = 0; v < p->nvalues; v++)  /* read for the last time by op i */
+            if (p->values[v].where == DLCD_TMP && p->values[v].last == i)
+                blocks[block_of[v]].busy = 0;
         if (p->state[i].scratchpad) {
             const_dnnl_memory_desc_t md;
             DLCD_CHECK(dnnl_memory_get_memory_desc(p->state[i].scratchpad, &md), "dnnl_memory_get_memory_desc");
@@ -406,6 +442,8 @@ static int dlcd_build(const dlcd_partition *p, dnnl_engine_t eng, dnnl_stream_t 
                 DLCD_CHECK(dnnl_memory_set_data_handle(p->state[i].scratchpad, *p->scratch),
                            "dnnl_memory_set_data_handle");
     }
+    free(blocks);  /* the blocks themselves stay: p->buffers points into them */
+    free(block_of);
     return 0;
 }
 

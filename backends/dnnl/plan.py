@@ -80,6 +80,7 @@ class Plan:
     prims: list[Prim]
     nargs: int
     nresults: int
+    last_read: list[int]  # per value: the index of the last primitive reading it (-1: none)
 
     def summary(self) -> str:
         """The primitives in order; past 8 of them, each kind once with its count."""
@@ -391,7 +392,7 @@ class _Planner:
             if not any(e.where == OUT and e.index == self.returned.index(v) for e in self.values):
                 raise PlanError("the partition returns a value no primitive makes")
         prims.sort(key=lambda p: p.last)
-        return Plan(self.values, prims, len(self.args), len(self.returned))
+        return Plan(self.values, prims, len(self.args), len(self.returned), _last_reads(prims, len(self.values)))
 
     def standalone(self, op) -> tuple[Prim, list[int]]:
         shape = _shape(op.results[0])
@@ -413,6 +414,18 @@ class _Planner:
 def plan_partition(fn: func.FuncOp) -> Plan:
     """The primitives of partition ``fn``; PlanError (one line) for what they cannot do."""
     return _Planner(fn).plan()
+
+
+def _last_reads(prims: list[Prim], nvalues: int) -> list[int]:
+    """The last primitive (in execution order) reading each value; a value nothing reads
+    is last needed by the primitive that writes it."""
+    last = [-1] * nvalues
+    for i, p in enumerate(prims):
+        last[p.dst] = max(last[p.dst], i)
+        for v in (p.src, p.wei, p.bias, *(q.value for q in p.post), *p.srcs):
+            if v >= 0:
+                last[v] = i
+    return last
 
 
 def _prod(dims) -> int:
