@@ -39,11 +39,21 @@ def _chain(anchor):
 
 
 def _match_check(m) -> bool | str:
-    """A composite goes to oneDNN only when each of its ops does."""
+    """A composite goes to oneDNN only when each of its ops does, and its adds broadcast
+    as a binary post-op can."""
+    anchor = m.ops[0]
+    chain = anchor.results[0]
+    if anchor.name == "graph.conv2d":
+        axis = 1 if anchor.attrs.data_layout == "NCHW" else 3
+    else:
+        axis = -1
     for op in m.ops:
         verdict = checks.check(op)
+        if verdict is True and op is not anchor and op.name == "graph.add":
+            verdict = checks.post_add(op, chain, axis)
         if verdict is not True:
             return f"{op.name}: {verdict}"
+        chain = op.results[0]
     return True
 
 

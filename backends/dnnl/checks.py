@@ -48,7 +48,7 @@ def matmul(op: Operation) -> bool | str:
         return "a 1-D operand (dnnl matmul takes matrices)"
     if len(b) > 2 and a[:-2] != b[:-2]:
         return f"batch dims {a[:-2]} and {b[:-2]} differ (no broadcast batch matmul)"
-    if len(b) > 2 and len(b) > 5:
+    if len(a) > 5:
         return "more than 3 batch dims"
     return True
 
@@ -105,6 +105,27 @@ def clip(op: Operation) -> bool | str:
 
 def add(op: Operation) -> bool | str:
     return _f32(op)
+
+
+def post_add(op: Operation, chain, channel_axis: int) -> bool | str:
+    """An add folded into a conv's or matmul's post-ops: ``chain`` is the operand the
+    primitive computes; the other one must be full-size, one value per channel (at
+    ``channel_axis`` of the output) or a scalar: the broadcasts oneDNN's binary post-op
+    takes."""
+    out = list(op.results[0].type.get_shape())
+    if list(chain.type.get_shape()) != out:
+        return "an add that broadcasts the primitive's result"
+    other = op.operands[1] if op.operands[0] is chain else op.operands[0]
+    shape = list(other.type.get_shape())
+    shape = [1] * (len(out) - len(shape)) + shape
+    if len(shape) != len(out):
+        return f"an add of rank {len(shape)} on a result of rank {len(out)}"
+    if shape == out or all(d == 1 for d in shape):
+        return True
+    if all(d == 1 for i, d in enumerate(shape) if i != channel_axis % len(out)) \
+            and shape[channel_axis % len(out)] == out[channel_axis % len(out)]:
+        return True
+    return f"an add of shape {shape} on a result of shape {out} (neither full, per channel nor scalar)"
 
 
 def concat(op: Operation) -> bool | str:

@@ -325,6 +325,11 @@ class _Planner:
         if lhs == rhs:
             return False
         other = rhs if lhs == current else lhs
+        channel_axis = (1 if len(out_dims) == len(graph_out) and list(out_dims) == list(graph_out) else 3) \
+            if prim.kind == CONV else -1
+        ok = checks.post_add(op, current, channel_axis)
+        if ok is not True:
+            raise PlanError(f"graph.add: {ok}")
         dims, strides = self._other(other, out_dims, graph_out)
         axis = 1 if prim.kind == CONV else len(out_dims) - 1
         if (prim.kind in (CONV, MATMUL) and prim.bias < 0 and not prim.post and self.const_arg(other)

@@ -390,3 +390,23 @@ def test_fire_module_concat_stays_in_one_partition():
     with torch.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(_run(module, x.numpy()), want, rtol=1e-5, atol=1e-5)
+
+
+SPATIAL_ADD = """
+func.func @main(%x: tensor<1x2x6x6xf32>, %w: tensor<3x2x1x1xf32>, %s: tensor<1x1x6x6xf32>) -> tensor<1x3x6x6xf32> {
+  %y = graph.conv2d %x, %w : (tensor<1x2x6x6xf32>, tensor<3x2x1x1xf32>) -> tensor<1x3x6x6xf32>
+  %z = graph.add %y, %s : (tensor<1x3x6x6xf32>, tensor<1x1x6x6xf32>) -> tensor<1x3x6x6xf32>
+  func.return %z : tensor<1x3x6x6xf32>
+}
+"""
+
+
+@needs_onednn
+def test_an_add_oneDNN_cannot_broadcast_stays_with_dlc():
+    module = _compile(SPATIAL_ADD)
+    assert "1 oneDNN primitive(s): conv2d" in _primitives(module)
+    assert any("stays with dlc: graph.add" in line for line in module.byoc_report)
+    rng = np.random.default_rng(8)
+    x, w, s = (rng.standard_normal(shape).astype(np.float32) for shape in ((1, 2, 6, 6), (3, 2, 1, 1), (1, 1, 6, 6)))
+    want = np.einsum("nchw,oc->nohw", x, w[:, :, 0, 0]) + s
+    np.testing.assert_allclose(_run(module, x, w, s), want, rtol=1e-5, atol=1e-5)
