@@ -14,11 +14,14 @@ nothing but the system's libgomp. The ``onednn`` wheel of the oneAPI 2025+ relea
 built for SYCL: its CPU engine needs a SYCL CPU device (the OpenCL CPU runtime with
 Unified Runtime's OpenCL adapter) and ``dnnl_engine_create(dnnl_cpu)`` fails without
 one, so a SYCL build is taken only when no OpenMP/TBB build is installed and is then
-rejected with a message naming the packages to install. The wheels' ``libdnnl.so`` has
-no RPATH to its own dependencies (libtbb, libsycl... in the same folder); the code that
-links it gets ``-Wl,-rpath,<lib>`` (``runtime_library_dirs``), which the dynamic loader
-also applies to ``libdnnl``'s own dependencies only when the rpath is a DT_RPATH, hence
-``--disable-new-dtags`` in ``link_flags``.
+rejected with a message naming the packages to install.
+
+Loading: the code that links libdnnl gets ``-Wl,-rpath,<its lib folder>``
+(``runtime_library_dirs``), so the JIT's kernel library and the exported .so load it with
+no LD_LIBRARY_PATH. The OpenMP build needs nothing else (its NEEDED libraries are the
+system's libgomp, libstdc++, libm). The SYCL wheel's libdnnl has no rpath to its own
+dependencies (libtbb, libsycl, libsvml... beside it), which an executable's RUNPATH does
+not cover (only a DT_RPATH, ``-Wl,--disable-new-dtags``, would).
 """
 
 from __future__ import annotations
@@ -54,12 +57,6 @@ class OneDNN:
     version: str  # "3.2.0"
     cpu_runtime: str  # "OMP", "TBB", "SEQ", "THREADPOOL", "SYCL"
     origin: str  # where it was found (a distribution name or DLC_DNNL_ROOT)
-
-    @property
-    def link_flags(self) -> list[str]:
-        # DT_RPATH (not RUNPATH): the loader then also finds libdnnl's own NEEDED libraries
-        # in that folder (the wheels' libdnnl has no rpath of its own)
-        return ["-Wl,--disable-new-dtags", f"-Wl,-rpath,{self.library_dir}"]
 
 
 def _read_config(include_dir: Path) -> tuple[str, str]:
