@@ -180,8 +180,9 @@ def entry_specs(module: ModuleOp) -> dict[str, tuple[list[Spec], list[Spec]]]:
                 n_in = op.attributes[NUM_INPUTS_ATTR].value.data
                 ins = [_spec(a.name_hint or f"input{i}", a.type) for i, a in enumerate(args[:n_in])]
                 outs = [_spec(a.name_hint or f"output{i}", a.type) for i, a in enumerate(args[n_in:])]
-            elif "tloop.kernel" in op.attributes:
-                continue
+            elif "tloop.kernel" in op.attributes or "dlc.codegen" in op.attributes \
+                    or "dlc.composite" in op.attributes:
+                continue  # kernels, BYOC partitions and composites are no entry points
             else:
                 ins = [_spec(_name(op.arg_attrs, i) or a.name_hint or f"input{i}", a.type)
                        for i, a in enumerate(args)]
@@ -358,6 +359,20 @@ def _run_byoc(module: ModuleOp, targets: list[str], target: Target | None, timed
             raise CompileError(err.message) from None
 
 
+def _run_codegens_of_partitions(module: ModuleOp, target: Target | None, timed, externals: list) -> None:
+    """Graph IR partitioned already (dlc-opt ... partition-graph): its codegens still run."""
+    from dlc.byoc import CodegenError, UnknownTargetError
+    from dlc.byoc.codegen_run import partitions, run_codegens
+
+    if not partitions(module):
+        return
+    with timed("byoc-codegen"):
+        try:
+            externals.extend(run_codegens(module, Target.host() if target is None else target))
+        except (CodegenError, UnknownTargetError) as err:
+            raise CompileError(err.message) from None
+
+
 def byoc_report(module: ModuleOp, externals=()) -> list[str]:
     """The partition report (partition-graph's lines, then each codegen's own line)."""
     from dlc.byoc import REPORT_ATTR
@@ -388,6 +403,8 @@ def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = N
                 _pipeline_pass(name, module)
             if name == "simplify-inference" and byoc:
                 _run_byoc(module, list(byoc), target, timed, externals)
+        if not byoc and externals is not None:
+            _run_codegens_of_partitions(module, target, timed, externals)
         with timed("lower-to-loops"):  # the CPU kernel forms
             _pipeline_pass("lower-to-loops{flat-conv=true" + (" profile=true}" if profile else "}"), module)
         with timed("schedule"), _kernel_progress(progress):

@@ -3,12 +3,13 @@ inlining, and the stable topological reorder of a block after ops moved."""
 
 from __future__ import annotations
 
+import heapq
 import re
 
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.ir import Block, Operation, SSAValue
-from xdsl.traits import ConstantLike
+from xdsl.traits import ConstantLike, IsTerminator
 
 from dlc.byoc.targets import CODEGEN_ATTR, COMPOSITE_ATTR
 
@@ -89,33 +90,39 @@ def inline_call(call: func.CallOp, callee: func.FuncOp, attrs: dict | None = Non
 
 def reorder_topologically(block: Block) -> None:
     """Reorder ``block``'s ops so every value is defined before use, keeping the
-    original order wherever it already is (the terminator stays last)."""
+    original order wherever it already is (Kahn's algorithm, the lowest original
+    index first; the terminator stays last)."""
     ops = list(block.ops)
-    term = ops[-1] if ops and ops[-1].has_trait(_IsTerminator) else None
+    term = ops[-1] if ops and ops[-1].has_trait(IsTerminator) else None
     body = [op for op in ops if op is not term]
-    defined: set[SSAValue] = set(block.args)
-    done: list[Operation] = []
-    pending = list(body)
-    while pending:
-        for i, op in enumerate(pending):
-            if all(v in defined or not _in(v, pending) for v in _used_values(op)):
-                break
-        else:
-            raise AssertionError("reorder_topologically: the block has a cycle")
-        op = pending.pop(i)
-        done.append(op)
-        defined.update(op.results)
+    index = {op: i for i, op in enumerate(body)}
+    waiting: dict[Operation, int] = {}
+    users: dict[Operation, list[Operation]] = {op: [] for op in body}
+    for op in body:
+        producers = {v.owner for v in _used_values(op) if isinstance(v.owner, Operation) and v.owner in index}
+        producers.discard(op)
+        waiting[op] = len(producers)
+        for producer in producers:
+            users[producer].append(op)
+    ready = [index[op] for op in body if waiting[op] == 0]
+    heapq.heapify(ready)
+    order: list[Operation] = []
+    while ready:
+        op = body[heapq.heappop(ready)]
+        order.append(op)
+        for user in users[op]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                heapq.heappush(ready, index[user])
+    if len(order) != len(body):
+        raise AssertionError("reorder_topologically: the block has a cycle")
     for op in body:
         op.detach()
-    for op in done:
+    for op in order:
         if term is not None:
             block.insert_op_before(op, term)
         else:
             block.add_op(op)
-
-
-def _in(value: SSAValue, ops: list[Operation]) -> bool:
-    return isinstance(value.owner, Operation) and value.owner in ops
 
 
 def _used_values(op: Operation) -> list[SSAValue]:
@@ -126,5 +133,3 @@ def _used_values(op: Operation) -> list[SSAValue]:
             values.extend(inner.operands)
     return values
 
-
-from xdsl.traits import IsTerminator as _IsTerminator  # noqa: E402

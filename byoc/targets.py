@@ -34,11 +34,11 @@ if TYPE_CHECKING:
     from xdsl.dialects import func
     from xdsl.ir import Operation
 
-    from dlc.byoc.patterns import Pattern
+    from dlc.byoc.patterns import Match, Pattern
     from dlc.target import Target
 
-# a pattern table entry: (name, pattern, check or None); check(match) -> bool | str
-PatternCheck = Callable[["object"], Union[bool, str]]
+# a pattern table entry: (name, pattern, check or None); check(match: dlc.byoc.Match) -> bool | str
+PatternCheck = Callable[["Match"], Union[bool, str]]
 PatternEntry = tuple[str, "Pattern", "PatternCheck | None"]
 Predicate = Callable[["Operation"], Union[bool, str]]
 

@@ -399,6 +399,8 @@ def cmd_run(args) -> int:
             raise DiagnosticError("--profile needs the .onnx/.mlir model (a .so is not instrumented)")
         if args.check:
             raise DiagnosticError("--check needs the .mlir or .onnx model (a .so has no reference)")
+        if args.byoc:
+            raise DiagnosticError("--byoc needs the .mlir or .onnx model (a .so is compiled already)")
         from dlc.runtime import load
 
         module = _guard(f"loading '{args.model}'", load, args.model, num_threads=args.threads)

@@ -68,8 +68,6 @@ def annotate(module: ModuleOp, targets: list[str]) -> None:
                         op.attributes[ANNOTATION_ATTR] = StringAttr(target)
                         break
                     reasons.append(f"{target}: {verdict}")
-                else:
-                    pass
                 if ANNOTATION_ATTR in op.attributes:
                     op.attributes.pop(NOTE_ATTR, None)
                     continue

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import tempfile
 
-from dlc.backends.llvm.toolchain import ToolchainError, c_compiler
+from dlc.backends.llvm.toolchain import ToolchainError, c_compiler, host_c_compiler
 from dlc.byoc.targets import ExternalKernel
 
 
@@ -37,7 +37,7 @@ def _run(cmd: list[str], what: str) -> None:
 
 def compile_objects(kernels: list[ExternalKernel], folder: str, triple: str | None = None) -> list[str]:
     try:
-        cc = c_compiler(triple) if triple else c_compiler_host()
+        cc = c_compiler(triple) if triple else host_c_compiler()
     except ToolchainError as err:
         raise ExternalBuildError(str(err)) from None
     objects = []
@@ -52,12 +52,6 @@ def compile_objects(kernels: list[ExternalKernel], folder: str, triple: str | No
                  f"BYOC target '{kernel.target_name}', partition @{kernel.symbol}")
             objects.append(obj)
     return objects
-
-
-def c_compiler_host() -> str:
-    from dlc.backends.llvm.toolchain import host_c_compiler
-
-    return host_c_compiler()
 
 
 def link_flags(kernels: list[ExternalKernel]) -> list[str]:
@@ -89,7 +83,11 @@ def load_for_jit(kernels: list[ExternalKernel]) -> ctypes.CDLL | None:
     folder = tempfile.mkdtemp(prefix="dlc-byoc-")
     objects = compile_objects(kernels, folder)
     lib_path = os.path.join(folder, "libdlc_byoc.so")
-    _run([c_compiler_host(), "-shared", "-o", lib_path, *objects, *link_flags(kernels)],
+    try:
+        cc = host_c_compiler()
+    except ToolchainError as err:
+        raise ExternalBuildError(str(err)) from None
+    _run([cc, "-shared", "-o", lib_path, *objects, *link_flags(kernels)],
          "BYOC kernels (JIT library)")
     try:
         # RTLD_LOCAL and each symbol bound by address: every compile's partitions are

@@ -64,7 +64,7 @@ def _inputs():
 def test_new_target_compiles_and_matches_numpy(myrelu):
     x, y = _inputs()
     module = dlc.compile(MODEL, byoc=[myrelu])
-    assert module.byoc_report[0] == "partition @myrelu_main_0 -> myrelu: 1 ops (graph.relu)"
+    assert module.byoc_report[0] == "partition @myrelu_main_0 -> myrelu: 1 ops (graph.relu; composites: myrelu.relu)"
     assert "@myrelu_main_0: relu in C" in module.byoc_report
     np.testing.assert_array_equal(module(x, y)[0], np.maximum(x + y, 0) * x)
 
