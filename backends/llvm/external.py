@@ -71,6 +71,9 @@ def load_for_jit(kernels: list[ExternalKernel]) -> ctypes.CDLL | None:
         return None
     import llvmlite.binding as llvm
 
+    from dlc.runtime.native import prefer_short_omp_spin
+
+    prefer_short_omp_spin()  # a kernel library may pull in libgomp (oneDNN's OpenMP build)
     for kernel in kernels:
         for lib in kernel.preload:
             try:
