@@ -101,6 +101,7 @@ def build_runtime(out_dir: str, target=None, strict: bool = False) -> RuntimeBui
     """Build the header, static and shared library and ``dlc-run`` for ``target``
     (see ``target_triple``) into ``out_dir`` (created if missing)."""
     triple = target_triple(target)
+    out_dir = os.path.abspath(out_dir)  # the compilers run inside the staging folder (cwd)
     try:
         cc = c_compiler(triple)
     except ToolchainError as err:

@@ -386,7 +386,8 @@ def test_build_errors(tmp_path):
 
 
 def test_cli_build_runtime(tmp_path):
-    proc = subprocess.run(["dlc", "build-runtime", "-o", str(tmp_path / "rt")], capture_output=True, text=True)
+    # -o relative to the working directory (the README's `-o rt/`)
+    proc = subprocess.run(["dlc", "build-runtime", "-o", "rt/"], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert os.path.isfile(tmp_path / "rt" / "dlc-run") and os.path.isfile(tmp_path / "rt" / "include" / "dlc_runtime.h")
     proc = subprocess.run(["dlc", "build-runtime", "-o", str(tmp_path / "x"), "--target", "sparc64-linux-gnu"],
