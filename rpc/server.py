@@ -28,6 +28,7 @@ import threading
 from dataclasses import dataclass
 
 from dlc.rpc.auth import check_proof, is_loopback, new_nonce
+from dlc.rpc.listener import Listener
 from dlc.rpc.protocol import (
     DEFAULT_MAX_PAYLOAD,
     Channel,
@@ -76,18 +77,10 @@ class Server:
         self.work_dir = config.work_dir or tempfile.gettempdir()
         if not os.path.isdir(self.work_dir):
             raise RpcError(f"work directory '{self.work_dir}' does not exist")
-        family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self.sock.bind((config.host, config.port))
-        except OSError as err:
-            self.sock.close()
-            raise RpcError(f"cannot listen on {config.host}:{config.port}: {err.strerror or err}") from None
-        self.sock.listen(64)
-        self.port = self.sock.getsockname()[1]
+        self._listener = Listener(config.host, config.port)
+        self.port = self._listener.port
         self._sessions = threading.BoundedSemaphore(MAX_SESSIONS)
-        self._stop = threading.Event()
+        self._stop = self._listener.stopped
 
     def serve_forever(self) -> None:
         if self.config.tracker:
@@ -96,18 +89,10 @@ class Server:
             threading.Thread(target=register_forever, daemon=True,
                              args=(self.config.tracker, self.config.key, self.config.host, self.port,
                                    self._stop)).start()
-        while not self._stop.is_set():
-            try:
-                conn, addr = self.sock.accept()
-            except OSError:
-                if self._stop.is_set():
-                    return
-                raise
-            threading.Thread(target=self._session, args=(conn, addr), daemon=True).start()
+        self._listener.serve_forever(self._session)
 
     def shutdown(self) -> None:
-        self._stop.set()
-        self.sock.close()
+        self._listener.shutdown()
 
     # -- one connection --------------------------------------------------------
 

@@ -30,6 +30,7 @@ import sys
 import threading
 from collections import deque
 
+from dlc.rpc.listener import Listener
 from dlc.rpc.protocol import Channel, ConnectionClosed, ProtocolError, RpcError, check_reply, error_reply
 
 DEFAULT_TRACKER_PORT = 9190
@@ -54,35 +55,19 @@ def _closed(sock: socket.socket) -> bool:
 
 class Tracker:
     def __init__(self, host: str = "127.0.0.1", port: int = DEFAULT_TRACKER_PORT):
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self.sock.bind((host, port))
-        except OSError as err:
-            self.sock.close()
-            raise RpcError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-        self.sock.listen(64)
-        self.host, self.port = host, self.sock.getsockname()[1]
+        self._listener = Listener(host, port)
+        self.host, self.port = host, self._listener.port
         self._cond = threading.Condition()
         self._servers: list[dict] = []  # {"key", "host", "port", "busy", "id"}
         self._queues: dict[str, deque] = {}
         self._ids = itertools.count(1)
-        self._stop = threading.Event()
+        self._stop = self._listener.stopped
 
     def serve_forever(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, addr = self.sock.accept()
-            except OSError:
-                if self._stop.is_set():
-                    return
-                raise
-            threading.Thread(target=self._connection, args=(conn, addr), daemon=True).start()
+        self._listener.serve_forever(self._connection)
 
     def shutdown(self) -> None:
-        self._stop.set()
-        self.sock.close()
+        self._listener.shutdown()
 
     def _connection(self, conn: socket.socket, addr) -> None:
         channel = Channel(conn, max_payload=0)
