@@ -712,7 +712,7 @@ def cannot_run_here(target: Target, built: bool = True) -> str:
 
     what = "compiled for" if built else "code for"
     if target.bare_metal:
-        return (f"{what} {target.triple} is bare-metal firmware code: 'dlc compile --target {target} -o "
+        return (f"{what} {target.triple} is bare-metal firmware code: 'dlc compile --target \"{target}\" -o "
                 "model.tar' writes its object (lib/model.o) to link into a firmware image")
     if target.arch != host_arch():
         return (f"{what} {target.triple}; this host ({host_arch()}) cannot run it: export it "

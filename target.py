@@ -120,7 +120,7 @@ sve2 ssbs ras pauth flagm dit sb mte v8a v8.1a v8.2a v8.3a v8.4a v8.5a v8.6a v9a
 m a f d c v zfh zfhmin zvfh zba zbb zbs zicsr zifencei zicond zve32f zvl128b zvl256b
 """.split()), "generic-rv64"),
     Arch("thumbv7em", "thumbv7em-none-eabihf", 40, {"cortex-m4": _M4, "cortex-m7": _M7},
-         frozenset("dsp vfp4d16sp vfp4d16 fp-armv8d16sp fp-armv8d16 fp64 soft-float".split()),
+         frozenset("dsp vfp4d16sp vfp4d16 fp-armv8d16sp fp-armv8d16 fp64".split()),
          "cortex-m4", bare_metal=True),
 )}
 CPU_FEATURES = ARCHES["x86_64"].cpus  # the x86 table (older name)
