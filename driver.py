@@ -622,8 +622,8 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
             raise CompileError(str(err)) from None
     if profile and target.kind == "cuda":
         raise CompileError("profile=True is for the llvm target (the CUDA build is not instrumented)")
-    if byoc and target.kind != "llvm":
-        raise CompileError(f"byoc= is for llvm targets (BYOC kernels are C code linked with dlc's), "
+    if byoc and (target.kind != "llvm" or target.bare_metal):
+        raise CompileError(f"byoc= is for hosted llvm targets (BYOC kernels are C code linked with dlc's), "
                            f"not '{target}'")
     if target.kind == "cuda":
         return _compile_cuda(source, entry, example_args)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 
+import numpy as np
 from xdsl.dialects import llvm
 from xdsl.dialects.builtin import ModuleOp, StringAttr
 from xdsl.utils.exceptions import DiagnosticException
@@ -77,8 +78,7 @@ def _entry_wrappers(meta: dict, body: str, ptr_int: str) -> str:
     lines.append(f"  br i1 {null}, label %isnull, label %checkalign")
     lines += ["isnull:", f"  ret i32 {STATUS['DLC_STATUS_NULL_ARGUMENT']}", "checkalign:"]
     misaligned = "false"
-    sizes = [(v, {"float64": 8, "int64": 8, "uint64": 8, "float32": 4, "int32": 4, "uint32": 4,
-                  "int16": 2, "uint16": 2, "float16": 2}.get(io["dtype"], 1)) for v, io in zip(checks, ios)]
+    sizes = [(v, np.dtype(io["dtype"]).itemsize) for v, io in zip(checks, ios)]  # element alignment
     if meta["workspace"]["bytes"]:
         sizes.append(("%ws", align))
     for k, (v, size) in enumerate(sizes):

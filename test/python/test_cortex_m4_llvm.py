@@ -85,6 +85,8 @@ def test_options_of_hosted_targets_are_refused():
         dlc.compile(mnist_cnn(), target="cortex-m4", num_threads=2)
     with pytest.raises(CompileError, match="profile=True is for the llvm target of a hosted machine"):
         dlc.compile(mnist_cnn(), target=Target.from_string(M4), profile=True)
+    with pytest.raises(CompileError, match="byoc= is for hosted llvm targets .*, not 'llvm -mtriple=thumbv7em"):
+        dlc.compile(mnist_cnn(), target="cortex-m4", byoc=["c"])
 
 
 def test_object_runs_on_cortex_m4_and_matches_the_c_target(tmp_path):
