@@ -593,7 +593,8 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     module is a CompileError saying where it runs. ``-num-cores=N`` in the target is the
     default of ``num_threads``. "c": portable C99 source for bare metal, a
     ``dlc.backends.c.CProgram`` (``.source``, ``.header``, ``.metadata``,
-    ``.export("model.tar")``), compiled by your C compiler, not here.
+    ``.export("model.tar")``), compiled by your C compiler, not here. A bare-metal llvm
+    target ("cortex-m4", ``Target.bare_metal``): the same archive with ``lib/model.o``.
 
     ``num_threads``: threads for parallel loops (default: env ``DLC_NUM_THREADS``,
     else all cores). ``entry``: the default entry point (default ``@main`` or the
@@ -621,12 +622,12 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
             raise CompileError(str(err)) from None
     if profile and target.kind == "cuda":
         raise CompileError("profile=True is for the llvm target (the CUDA build is not instrumented)")
-    if byoc and target.kind != "llvm":
-        raise CompileError(f"byoc= is for llvm targets (BYOC kernels are C code linked with dlc's), "
+    if byoc and (target.kind != "llvm" or target.bare_metal):
+        raise CompileError(f"byoc= is for hosted llvm targets (BYOC kernels are C code linked with dlc's), "
                            f"not '{target}'")
     if target.kind == "cuda":
         return _compile_cuda(source, entry, example_args)
-    if target.kind == "c":
+    if target.kind == "c" or target.bare_metal:
         return _compile_c(source, target, entry, example_args, num_threads, profile)
     if target.kind != "llvm":
         raise CompileError(f"dlc.compile does not build the '{target}' target (it builds llvm, cuda and c targets)")
@@ -710,6 +711,9 @@ def cannot_run_here(target: Target, built: bool = True) -> str:
     from dlc.target import host_arch
 
     what = "compiled for" if built else "code for"
+    if target.bare_metal:
+        return (f"{what} {target.triple} is bare-metal firmware code: 'dlc compile --target \"{target}\" -o "
+                "model.tar' writes its object (lib/model.o) to link into a firmware image")
     if target.arch != host_arch():
         return (f"{what} {target.triple}; this host ({host_arch()}) cannot run it: export it "
                 f"and run it with dlc-run under qemu-{target.arch}, or on the device over RPC")
@@ -764,17 +768,26 @@ def _compile_cuda(source, entry: str | None, example_args=None):
 def _compile_c(source, target, entry: str | None, example_args, num_threads, profile: bool):
     """``target="c"``: portable C99 for bare metal (``dlc.backends.c.build``). Returns a
     ``CProgram`` (``.source``, ``.header``, ``.metadata``, ``.export(path)``: the archive);
-    nothing is compiled or run here."""
-    from dlc.backends.c import build
+    nothing is compiled or run here. A bare-metal llvm target (``cortex-m4``): the same
+    archive with ``lib/model.o`` instead of the C (``dlc.backends.llvm.bare_metal``)."""
+    if target.kind == "c":
+        from dlc.backends.c import build
+    else:
+        from functools import partial
+
+        from dlc.backends.llvm.bare_metal import build as build_object
+
+        build = partial(build_object, target=target)
+    what, name = ("", "C target") if target.kind == "c" else (" of a hosted machine", f"'{target}' target")
 
     try:
         Target.from_string(target) if isinstance(target, str) else target  # "c -x": one line
     except TargetError as err:
         raise CompileError(str(err)) from None
     if num_threads is not None:
-        raise CompileError("num_threads is for the llvm target (the C target runs no threads)")
+        raise CompileError(f"num_threads is for the llvm target{what} (the {name} runs no threads)")
     if profile:
-        raise CompileError("profile=True is for the llvm target (the C target is not instrumented)")
+        raise CompileError(f"profile=True is for the llvm target{what} (the {name} is not instrumented)")
     start = time.perf_counter()
     module = load_module(source, example_args)
     loaded = time.perf_counter() - start

@@ -15,8 +15,11 @@ code for the target, not the host::
     Target.from_string("llvm -mcpu=haswell -num-cores=4")    # default thread count 4
     Target.from_string("cuda -arch=sm_90")
     Target.from_string("c")                                  # portable C99 (bare metal)
+    Target.from_string("llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4")  # object code
+    Target.from_string("cortex-m4")                          # the same, a preset
 
-Each architecture (:data:`ARCHES`: x86_64, aarch64, riscv64) has its CPU table (LLVM
+Each architecture (:data:`ARCHES`: x86_64, aarch64, riscv64 (Linux), thumbv7em (bare
+metal: ``Target.bare_metal``, triples ``thumbv7em-none-eabi[hf]``)) has its CPU table (LLVM
 CPU names -> the features dlc assumes they have), the feature names it knows and its
 vector facts. An unknown triple, CPU or feature is a ``TargetError`` naming it and
 listing what is known. The triple is kept as written (LLVM takes ``aarch64-linux-gnu``
@@ -55,6 +58,7 @@ class Arch:
     features: frozenset[str]  # every feature name -mattr may name (LLVM's names)
     generic_cpu: str  # -mcpu when only -mtriple is given
     needs_mattr: frozenset[str] = frozenset()  # CPUs LLVM knows whose features need -mattr
+    bare_metal: bool = False  # no OS (triple ...-none-...): no heap, no threads, no libc beyond libm
 
 
 _SSE = frozenset({"sse", "sse2", "sse3", "ssse3", "sse4.1", "sse4.2"})
@@ -85,6 +89,10 @@ _A64_CRC = _A64 | {"crc"}
 _A64_V82 = _A64_CRC | {"lse", "rdm", "rcpc", "dotprod", "fullfp16", "v8.2a"}
 _A64_V84_SVE = _A64_V82 | {"fp16fml", "bf16", "i8mm", "sve", "v8.4a"}
 _RV64GC = frozenset({"m", "a", "f", "d", "c"})
+# Cortex-M (Armv7E-M, Thumb-2): the DSP extension and a single-precision FPU with 16
+# double registers (M4: VFPv4-SP-D16; M7: FPv5, here its single-precision form)
+_M4 = frozenset({"dsp", "vfp4d16sp"})
+_M7 = frozenset({"dsp", "fp-armv8d16sp"})
 
 ARCHES: dict[str, Arch] = {a.name: a for a in (
     Arch("x86_64", X86_64, 62, {
@@ -111,6 +119,9 @@ sve2 ssbs ras pauth flagm dit sb mte v8a v8.1a v8.2a v8.3a v8.4a v8.5a v8.6a v9a
     }, frozenset("""
 m a f d c v zfh zfhmin zvfh zba zbb zbs zicsr zifencei zicond zve32f zvl128b zvl256b
 """.split()), "generic-rv64"),
+    Arch("thumbv7em", "thumbv7em-none-eabihf", 40, {"cortex-m4": _M4, "cortex-m7": _M7},
+         frozenset("dsp vfp4d16sp vfp4d16 fp-armv8d16sp fp-armv8d16 fp64".split()),
+         "cortex-m4", bare_metal=True),
 )}
 CPU_FEATURES = ARCHES["x86_64"].cpus  # the x86 table (older name)
 _HOST_ALIASES = {"amd64": "x86_64", "arm64": "aarch64"}
@@ -126,6 +137,7 @@ PRESETS: dict[str, str] = {
     "neoverse-v1": "llvm -mtriple=aarch64-linux-gnu -mcpu=neoverse-v1",  # Graviton3
     "riscv64": "llvm -mtriple=riscv64-linux-gnu -mcpu=generic-rv64",  # rv64gc
     "riscv64-v": "llvm -mtriple=riscv64-linux-gnu -mcpu=generic-rv64 -mattr=+v",  # rv64gcv
+    "cortex-m4": "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4",  # bare metal, hard float
 }
 
 
@@ -163,8 +175,8 @@ class Target:
     @property
     def vector_bits(self) -> int:
         """Width of one vector register (f32 lanes = vector_bits // 32); 32: scalar code."""
-        if self.kind != "llvm":
-            return 32  # a GPU thread, or portable C, works on scalars
+        if self.kind != "llvm" or self.arch == "thumbv7em":
+            return 32  # a GPU thread, portable C or a Cortex-M works on scalars
         if self.arch == "aarch64":
             return 128 if self.has("neon") else 32  # NEON (and the SVE minimum)
         if self.arch == "riscv64":
@@ -176,6 +188,26 @@ class Target:
         return 128
 
     @property
+    def bare_metal(self) -> bool:
+        """No OS under the code (a Cortex-M triple ``...-none-eabi[hf]``, or portable C):
+        no heap, no threads, no calls beyond the documented libm list. lower-to-llvm's
+        bare-metal mode then takes the workspace from the caller (backends/llvm/bare_metal.py)."""
+        if self.kind == "c":
+            return True
+        arch = ARCHES.get(self.arch)
+        return self.kind == "llvm" and arch is not None and arch.bare_metal
+
+    @property
+    def llvm_triple(self) -> str:
+        """The triple as LLVM's parser reads it right: ``thumbv7em-none-eabihf`` (as written,
+        the GNU way) has to be ``thumbv7em-unknown-none-eabihf`` for LLVM to see the eabihf
+        environment (else the object uses soft-float argument passing); others as written."""
+        parts = self.triple.split("-")
+        if self.bare_metal and self.kind == "llvm" and len(parts) == 3 and parts[1] == "none":
+            return f"{parts[0]}-unknown-none-{parts[2]}"
+        return self.triple
+
+    @property
     def scalable_vectors(self) -> bool:
         """Whether LLVM may vectorize with scalable vectors here (aarch64 SVE, riscv64 V):
         the translation then leaves the vector width to LLVM (backends/llvm/translate.py)."""
@@ -185,8 +217,8 @@ class Target:
     def vector_registers(self) -> int:
         """Architectural vector registers (x86: 32 zmm with AVX-512, else 16; aarch64 and
         riscv64: 32 vector registers, or 32 FP registers for scalar code)."""
-        if self.arch in ("aarch64", "riscv64"):
-            return 32
+        if self.arch in ("aarch64", "riscv64", "thumbv7em"):
+            return 32  # thumbv7em: s0-s31 of its FPU
         return 32 if self.has("avx512f") else 16
 
     def _tile_rows(self, cap: int) -> int:
@@ -204,7 +236,7 @@ class Target:
         zmm hold 8 x 16 (8 accumulators, room for the B vectors and the A broadcasts), 16
         ymm 6 x 16 (12 accumulators; x86 keeps these two whatever its vector width), 32
         NEON q registers 6 x 16 (24)."""
-        if self.arch not in ("aarch64", "riscv64"):
+        if self.arch not in ("aarch64", "riscv64", "thumbv7em"):
             return (8, 16) if self.vector_registers >= 32 else (6, 16)
         return (self._tile_rows(8), 16)
 
@@ -212,7 +244,7 @@ class Target:
     def conv_channel_block(self) -> int:
         """Output channels of the flat / grouped conv register tile (x 16 columns): 8 zmm
         accumulators with 32 x86 registers, 4 x 2 ymm with 16, 4 x 4 q registers with NEON."""
-        if self.arch not in ("aarch64", "riscv64"):
+        if self.arch not in ("aarch64", "riscv64", "thumbv7em"):
             return 8 if self.vector_registers >= 32 else 4
         rows = self._tile_rows(8)
         return max(r for r in (8, 4, 2, 1) if r <= rows)
@@ -310,10 +342,14 @@ def _check_cores(value, text: str) -> int:
 def _arch_of_triple(triple: str, text: str) -> Arch:
     parts = triple.split("-")
     arch = ARCHES.get(parts[0])
-    if arch is None or len(parts) not in (3, 4) or "linux" not in parts[1:]:
-        known = ", ".join(a.default_triple for a in ARCHES.values())
+    os_ok = arch is not None and ("none" in parts[1:] if arch.bare_metal else "linux" in parts[1:])
+    if arch is None or len(parts) not in (3, 4) or not os_ok:
+        linux = [a for a in ARCHES.values() if not a.bare_metal]
+        bare = [a for a in ARCHES.values() if a.bare_metal]
         raise TargetError(f"unknown triple '{triple}' in '{text}' (dlc builds Linux code for "
-                          f"{', '.join(ARCHES)}: e.g. {known})")
+                          f"{', '.join(a.name for a in linux)}: e.g. {', '.join(a.default_triple for a in linux)}) "
+                          f"and bare-metal code for {', '.join(a.name for a in bare)} (e.g. "
+                          f"{', '.join(a.default_triple for a in bare)})")
     return arch
 
 

@@ -49,6 +49,11 @@ and loops/ifs must become blocks anyway:
 * a BYOC kernel (a declaration tagged ``dlc.external``, lower-to-loops) returns an
   i32 status: nonzero becomes the host's status ``256 + k`` (k: its index,
   ``dlc.external_index``; its own value goes to ``@dlc_alloc_failure``).
+* ``bare-metal=true`` (a target with no OS, ``Target.bare_metal``: backends/llvm/bare_metal.py):
+  every host function takes the workspace as a trailing ``ptr`` argument (the planned
+  ``dlc.workspace`` alloc is that pointer, its dealloc nothing); any other buffer that
+  would need the heap is an error naming it; parallel loops stay plain loops (no
+  libgomp); no ``dlc_set_num_threads``, workspace cache or allocation-failure globals.
 * ``tloop.weight "w"`` becomes an external global ``@__dlc_weight_<i>`` tagged
   ``dlc.weight_name = "w"``; the JIT binds it to the weights-store array, an
   exported library embeds the bytes, and the LLVM IR text of
@@ -161,8 +166,12 @@ def _lower_function(state: ModuleState, fn: func.FuncOp, may_alias: bool = False
                 row_major_strides(t)
     except UnsupportedError as err:
         raise LoweringError(fn, str(err)) from None
+    if state.bare_metal and HOST_ATTR in fn.attributes and fn.body.blocks:
+        inputs.append(PTR)  # the caller's workspace (lowering/to_llvm/memory.py _alloc)
     body = Region(Block(arg_types=inputs))
     lo = FunctionLowering(state, name, body, in_parallel=False)
+    if len(body.block.args) > len(fn.function_type.inputs.data):
+        lo.workspace_arg = body.block.args[-1]
     if fn.body.blocks:
         if len(fn.body.blocks) > 1:
             raise LoweringError(fn, f"@{name} has several blocks; expected structured loops")
@@ -237,8 +246,9 @@ def _status_functions(funcs: list[func.FuncOp]) -> set[str]:
     return status
 
 
-def lower_module(module: ModuleOp, profile: bool = False) -> None:
-    """``profile``: time every kernel call (lowering/to_llvm/profile.py)."""
+def lower_module(module: ModuleOp, profile: bool = False, bare_metal: bool = False) -> None:
+    """``profile``: time every kernel call (lowering/to_llvm/profile.py); ``bare_metal``:
+    no OS under the code (see the module docstring)."""
     funcs = [op for op in module.ops if isinstance(op, func.FuncOp)]
     others = [op for op in module.ops if not isinstance(op, (func.FuncOp, llvm.FuncOp, llvm.GlobalOp))]
     if others:
@@ -255,15 +265,21 @@ def lower_module(module: ModuleOp, profile: bool = False) -> None:
             # the verifier's bounds check, for IR built in Python and never verified
             if (found := first_out_of_bounds(op)) is not None:
                 raise LoweringError(*found)
-    state = ModuleState(module, {}, {}, [])
+    state = ModuleState(module, {}, {}, [], bare_metal=bare_metal)
     state.status_functions = _status_functions(funcs)
     # BYOC kernels (lower-to-loops declared them): i32 status, numbered for the runtime
     externals = [f for f in funcs if f.is_declaration and EXTERNAL_ATTR in f.attributes]
+    if bare_metal and (externals or profile):
+        what = f"the BYOC kernel @{externals[0].sym_name.data}" if externals else "profile=true"
+        raise LoweringError(externals[0] if externals else module,
+                            f"lower-to-llvm{{bare-metal=true}}: {what} needs an OS (it is for hosted targets)")
     state.externals = {f.sym_name.data: k for k, f in enumerate(externals)}
     state.status_functions |= set(state.externals)
-    if not any(op.sym_name.data == SET_NUM_THREADS for op in module.ops if isinstance(op, llvm.FuncOp)):
+    if not bare_metal and not any(op.sym_name.data == SET_NUM_THREADS for op in module.ops
+                                  if isinstance(op, llvm.FuncOp)):
         state.new_ops.extend(_thread_count_support())
-    if not any(op.sym_name.data == ALLOC_FAILURE_GLOBAL for op in module.ops if isinstance(op, llvm.GlobalOp)):
+    if not bare_metal and not any(op.sym_name.data == ALLOC_FAILURE_GLOBAL for op in module.ops
+                                  if isinstance(op, llvm.GlobalOp)):
         state.new_ops.extend(_alloc_failure_support())
     aliased = _kernels_called_with_aliases(funcs)
     if profile:
@@ -277,7 +293,8 @@ def lower_module(module: ModuleOp, profile: bool = False) -> None:
         module.body.block.insert_op_before(new, fn)
         fn.detach()
         fn.erase()
-    if not any(op.sym_name.data == RELEASE_WORKSPACES for op in module.ops if isinstance(op, llvm.FuncOp)):
+    if not bare_metal and not any(op.sym_name.data == RELEASE_WORKSPACES for op in module.ops
+                                  if isinstance(op, llvm.FuncOp)):
         state.new_ops.append(release_workspaces(state))
     for op in state.new_ops:
         name = op.sym_name.data
@@ -294,7 +311,10 @@ class LowerToLLVMPass(ModulePass):
     # timestamps around every kernel call into a caller-given buffer, and the record
     # table as the module's dlc.profile_sites (lowering/to_llvm/profile.py)
     profile: bool = False
+    # no OS (Target.bare_metal): the workspace is the host function's last argument,
+    # no heap, no threads, no module globals (backends/llvm/bare_metal.py)
+    bare_metal: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_module(op, self.profile)
+        lower_module(op, self.profile, self.bare_metal)
 

@@ -158,7 +158,7 @@ class CProgram:
     def summary(self) -> str:
         """The one line ``dlc compile`` prints on stderr."""
         ws = self.metadata["workspace"]
-        return (f"dlc: c target: workspace (arena) {ws['bytes']} bytes (peak live {ws['peak_live_bytes']}, "
+        return (f"dlc: {self.metadata['target']} target: workspace (arena) {ws['bytes']} bytes (peak live {ws['peak_live_bytes']}, "
                 f"all buffers {ws['sum_of_buffers']}), constants {self.constant_bytes} bytes")
 
     def files(self) -> dict[str, bytes]:

@@ -116,7 +116,7 @@ class M4Run:
     status: int
     stack_bytes: int  # stack the run used (painted stack's high-water mark)
     sizes: dict[str, int]  # the ELF's .text, .rodata, .data, .bss bytes (arm-none-eabi-size -A)
-    model_flash: int  # text + rodata of the model's own objects (model.o + weights.o)
+    model_flash: int  # text + rodata of the model's own objects (model.o + weights.o, or lib/model.o)
     ram: int  # .data + .bss of the ELF (the arena, the output buffers) + the stack used
     elf: str
 
@@ -147,18 +147,28 @@ def build_m4(program: CProgram, inputs: list[np.ndarray], folder: str, opt: str 
     with open(os.path.join(folder, "dlc_test_io.c"), "w") as f:
         f.write(_io_source(program, inputs))
     cc = "arm-none-eabi-gcc"
-    objects = []
-    for src in (f"src/{program.name}.c", "src/weights.c"):
-        obj = src[:-2] + ".m4.o"
-        _run([cc, *M4_FLAGS, *STRICT_FLAGS, opt, "-ffunction-sections", "-fdata-sections", "-Iinclude", "-c", src,
-              "-o", obj], folder, f"arm-none-eabi-gcc {src}")
-        objects.append(obj)
+    objects = _m4_objects(program, folder, opt)
     harness = [os.path.join(HARNESS, f) for f in ("m4_startup.c", "m4_main.c")]
     elf = os.path.join(folder, "model.elf")
     _run([cc, *M4_FLAGS, "-std=c99", opt, "-ffreestanding", "-nostartfiles", "-Iinclude",
           "-T", os.path.join(HARNESS, "mps2_an386.ld"), "-Wl,--gc-sections", *harness, "dlc_test_io.c", *objects,
           "-lm", "-lc", "-lgcc", "-o", elf], folder, "linking for cortex-m4")
     return elf
+
+
+def _m4_objects(program: CProgram, folder: str, opt: str = "-O2") -> list[str]:
+    """The model's own objects for the Cortex-M4 (paths relative to ``folder``): the
+    archive's object (an llvm bare-metal build: backends/llvm/bare_metal.py, its
+    metadata's "object"), or src/*.c compiled with arm-none-eabi-gcc (the C target)."""
+    if "object" in program.metadata:
+        return [program.metadata["object"]]  # written by write_archive
+    objects = []
+    for src in (f"src/{program.name}.c", "src/weights.c"):
+        obj = src[:-2] + ".m4.o"
+        _run(["arm-none-eabi-gcc", *M4_FLAGS, *STRICT_FLAGS, opt, "-ffunction-sections", "-fdata-sections",
+              "-Iinclude", "-c", src, "-o", obj], folder, f"arm-none-eabi-gcc {src}")
+        objects.append(obj)
+    return objects
 
 
 def run_m4(program: CProgram, inputs: list[np.ndarray], folder: str, timeout: float = 120) -> M4Run:
@@ -188,10 +198,17 @@ def run_m4(program: CProgram, inputs: list[np.ndarray], folder: str, timeout: fl
         outputs.append(np.frombuffer(words.tobytes()[:nbytes], dtype=dtype).reshape(shape).copy())
     sections = _sections(elf, folder)
     sizes = {k: sections.get(k, 0) for k in (".text", ".rodata", ".data", ".bss")}
-    model = _size([os.path.join(folder, f"src/{program.name}.m4.o"), os.path.join(folder, "src/weights.m4.o")], folder)
+    model = _size([os.path.join(folder, p) for p in _m4_objects_built(program)], folder)
     flash = sum(s["text"] for s in model.values())  # size's "text" counts .text + .rodata
     ram = sizes[".data"] + sizes[".bss"] + int(stack.group(1))
     return M4Run(outputs, 0, int(stack.group(1)), sizes, flash, ram, elf)
+
+
+def _m4_objects_built(program: CProgram) -> list[str]:
+    """The paths :func:`_m4_objects` made (without compiling again)."""
+    if "object" in program.metadata:
+        return [program.metadata["object"]]
+    return [f"src/{program.name}.m4.o", "src/weights.m4.o"]
 
 
 def _size(paths: list[str], folder: str) -> dict[str, dict[str, int]]:

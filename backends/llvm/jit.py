@@ -79,7 +79,7 @@ def target_machine(target: Target | None = None, pic: bool = False, opt: int = 3
     initialize()
     _initialize_all_targets()  # the cross targets' code generators too
     try:
-        llvm_target = llvm.Target.from_triple(target.triple)
+        llvm_target = llvm.Target.from_triple(target.llvm_triple)
     except RuntimeError as err:
         raise JITError(f"LLVM has no code generator for {target.triple}: {str(err).strip()}") from None
     return llvm_target.create_target_machine(

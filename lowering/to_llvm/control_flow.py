@@ -30,8 +30,8 @@ from dlc.lowering.to_llvm.scalar import LIBM
 
 def lower_for(lo: FunctionLowering, op: tloop.ForOp) -> None:
     """A serial loop with its schedule's hints, or an outlined parallel one."""
-    if op.loop_kind == "parallel" and not lo.in_parallel and op.trip_count > 1:
-        lower_parallel_for(lo, op)
+    if op.loop_kind == "parallel" and not lo.in_parallel and op.trip_count > 1 and not lo.state.bare_metal:
+        lower_parallel_for(lo, op)  # (bare metal: no threads, the plain loop below)
         return
     hints: dict[str, Attribute] = {}
     if op.loop_kind in ("vectorized", "unrolled"):

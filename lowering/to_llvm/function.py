@@ -127,6 +127,9 @@ class ModuleState:
     status_functions: set[str] = field(default_factory=set)
     # external BYOC kernels (declarations tagged dlc.external) -> their index
     externals: dict[str, int] = field(default_factory=dict)
+    # no OS (Target.bare_metal): host functions take the workspace as a trailing pointer,
+    # no heap, no threads, no module globals (lower_to_llvm.py's bare-metal mode)
+    bare_metal: bool = False
 
     def declare(self, name: str, inputs: list[Attribute], output: Attribute | None) -> None:
         if name in self.declared:
@@ -170,6 +173,7 @@ class FunctionLowering:
         self.status_slot: SSAValue | None = None
         self.heap_buffers: list[SSAValue] = []  # big memref.allocas on the heap, freed on return
         self.function_block: Block | None = None  # the loop IR body (set for whole functions)
+        self.workspace_arg: SSAValue | None = None  # bare metal: the caller's workspace pointer
 
     # -- emission helpers ------------------------------------------------------------
     def emit(self, op: Operation) -> SSAValue | None:

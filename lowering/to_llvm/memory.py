@@ -75,9 +75,19 @@ def heap_alloca(op: Operation) -> bool:
         return False  # its lowering reports the type
 
 
+def _no_heap(lo, op, what: str) -> UnsupportedError:
+    """Bare metal: a buffer outside the workspace plan would need the heap (one line naming it)."""
+    name = op.results[0].name_hint or "unnamed"
+    return UnsupportedError(f"{what} '%{name}' ({op.results[0].type}) would need the heap, which a "
+                            "bare-metal target has not: every buffer must be in the workspace plan "
+                            "(plan-workspace plans only top-level buffers of a host function)")
+
+
 @handles("memref.alloca")
 def _alloca(lo, op):
     memref = op.results[0].type
+    if lo.state.bare_metal and heap_alloca(op):
+        raise _no_heap(lo, op, f"the stack buffer over {STACK_BUFFER_LIMIT} bytes")
     if not heap_alloca(op):
         return lo.entry_alloca(max(1, byte_size(memref)), IntegerType(8))
     size = (byte_size(memref) + 63) // 64 * 64
@@ -103,6 +113,10 @@ def _alloc(lo, op):
     size = (byte_size(op.results[0].type) + 63) // 64 * 64  # aligned_alloc needs a multiple
     size = max(size, 64)
     workspace = WORKSPACE_ATTR in op.attributes  # plan-workspace's reused block (lowering/plan_workspace.py)
+    if lo.state.bare_metal:
+        if not workspace or lo.workspace_arg is None:
+            raise _no_heap(lo, op, "the buffer")
+        return lo.workspace_arg  # the caller's arena (DLC_MODEL_WORKSPACE_BYTES)
     check_allocation_size(size, "the workspace" if workspace else "the buffer")
     if workspace:
         slot = lo.emit(llvm.AddressOfOp(workspace_slot(lo.state, lo.fn_name), PTR))
@@ -117,6 +131,8 @@ def _alloc(lo, op):
 
 @handles("memref.dealloc")
 def _dealloc(lo, op):
+    if lo.state.bare_metal:
+        return  # the caller's workspace (memref.alloc refused every other buffer)
     if WORKSPACE_ATTR in op.attributes:
         slot = lo.emit(llvm.AddressOfOp(workspace_slot(lo.state, lo.fn_name), PTR))
         lo.emit(llvm.CallOp(WORKSPACE_RELEASE, slot, lo.v(op.operands[0])))

@@ -225,3 +225,38 @@ def test_a_feature_the_host_lacks_compiles_without_jit():
         module(np.ones((4, 8), np.float32), np.ones((4, 8), np.float32))
     assert str(info.value) == (f"compiled for '{target}', which needs CPU features this host lacks "
                                f"(+{lacking[0]}): export it and run it on such a machine, or over RPC")
+
+
+def test_bare_metal_cortex_m():
+    """thumbv7em (Cortex-M4/M7): no OS (bare_metal), scalar f32 code, the preset, and the
+    triple LLVM must see as 'none' OS + eabihf environment (else soft-float arguments)."""
+    m4 = Target.from_string("cortex-m4")
+    assert m4 == Target.from_string("llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4")
+    assert m4 == Target.from_string("thumbv7em-none-eabihf")  # a bare triple: its generic CPU
+    assert str(m4) == "llvm -mtriple=thumbv7em-none-eabihf -mcpu=cortex-m4"
+    assert m4.bare_metal and m4.vector_bits == 32 and not m4.scalable_vectors and not m4.runs_on_host()
+    assert m4.features == {"dsp", "vfp4d16sp"} and m4.llvm_features() == "+dsp,+vfp4d16sp"
+    assert m4.llvm_triple == "thumbv7em-unknown-none-eabihf"
+    m7 = Target.from_string("llvm -mtriple=thumbv7em-none-eabi -mcpu=cortex-m7 -mattr=-dsp")
+    assert m7.features == {"fp-armv8d16sp"} and Target.from_string(str(m7)) == m7
+    assert Target.from_string("c").bare_metal
+    assert not Target.from_string("aarch64").bare_metal and not Target.from_string("x86-64-v3").bare_metal
+    assert Target.from_string("aarch64").llvm_triple == "aarch64-linux-gnu"
+    with pytest.raises(TargetError, match="unknown triple 'thumbv7em-linux-gnu'.* and bare-metal code for thumbv7em"):
+        Target.from_string("llvm -mtriple=thumbv7em-linux-gnu")
+
+
+def test_cortex_m_features_are_llvm_names(capfd):
+    """Every thumbv7em CPU and feature here is one LLVM's ARM backend takes: it warns
+    "is not a recognized feature/processor" on stderr otherwise (a bogus one shows it)."""
+    import llvmlite.binding as llvm
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    arch = ARCHES["thumbv7em"]
+    target = llvm.Target.from_triple(Target.from_string("cortex-m4").llvm_triple)
+    for cpu, features in arch.cpus.items():
+        target.create_target_machine(cpu=cpu, features=",".join("+" + f for f in sorted(arch.features | features)))
+    assert "not a recognized" not in capfd.readouterr().err
+    target.create_target_machine(cpu="cortex-m4", features="+bogus")
+    assert "'+bogus' is not a recognized feature" in capfd.readouterr().err
