@@ -236,10 +236,12 @@ def emit_kernel(kernel: func.FuncOp, libm: set[str], restrict: bool = False) -> 
         const = "" if arg.index in written else "const "
         star = "*restrict " if restrict else "*"
         params.append(f"{const}{w.ctype(arg.type.element_type)} {star}{w.fresh(arg, f'arg{arg.index}')}")
-    for arg in kernel.body.block.args:
-        if not arg.uses:  # -Wunused-parameter
-            w.line(f"(void){w[arg]};")
     w.block(kernel.body.block)
+    # -Wunused-parameter: an argument without uses, or whose only uses the writer
+    # dropped (a load whose value nothing reads, e.g. a pow exponent expand-math folded)
+    body = "\n".join(w.lines)
+    unused = [w[arg] for arg in kernel.body.block.args if not re.search(rf"\b{re.escape(w[arg])}\b", body)]
+    w.lines[:0] = [f"  (void){var};" for var in unused]
     header = kernel_comment(kernel, w)
     header.append(f"static void {name}({', '.join(params) or 'void'}) {{")
     return "\n".join(header + w.lines + ["}"])

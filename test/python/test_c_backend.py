@@ -128,6 +128,11 @@ SINGLE_OPS = {
          h.make_node("ReduceMax", ["c"], ["y"], axes=[1], keepdims=0)],
         [_vi("a", T.FLOAT, [3, 5]), _vi("i", T.INT64, [2])], [_vi("y", T.FLOAT, [3])], opset=17),
         lambda: [_f(3, 5), np.array([4, -1], np.int64)]),
+    # LRN's pow has a constant exponent expand-math folds: the kernel keeps an argument
+    # it no longer reads (an unused parameter is -Werror)
+    "lrn_folded_pow": (lambda: _model([h.make_node("LRN", ["x"], ["y"], size=3, alpha=1e-3, beta=0.75, bias=2.0)],
+                                      [_vi("x", T.FLOAT, [1, 5, 3, 7])], [_vi("y", T.FLOAT, [1, 5, 3, 7])]),
+                       lambda: [_f(1, 5, 3, 7)]),
 }
 
 
