@@ -275,14 +275,26 @@ class Target:
     @staticmethod
     def from_string(text: str) -> Target:
         """A TVM-style target string: ``KIND [-mtriple=T] [-mcpu=C] [-mattr=+f,-g]
-        [-num-cores=N]`` (``cuda [-arch=sm_NN]``), or a preset name (:data:`PRESETS`);
-        ``llvm`` alone (or ``-mcpu=host``) is the host."""
+        [-num-cores=N]`` (``cuda [-arch=sm_NN]``), or a preset name (:data:`PRESETS`), which
+        takes the same options (``aarch64 -mattr=+dotprod -num-cores=4``: -mattr adds to the
+        preset's features, the others replace its values); ``llvm`` alone (or ``-mcpu=host``)
+        is the host."""
         words = text.split()
         if not words:
             raise TargetError("empty target string (expected e.g. 'llvm -mcpu=skylake-avx512' "
                               f"or a preset: {', '.join(PRESETS)})")
-        if len(words) == 1 and words[0] in PRESETS:
-            return Target.from_string(PRESETS[words[0]])
+        if words[0] in PRESETS:  # a preset, maybe with options: -mattr adds, the others replace
+            merged = PRESETS[words[0]].split()
+            for word in words[1:]:
+                key, eq, value = word.partition("=")
+                old = next((i for i, w in enumerate(merged) if w.startswith(key + "=")), None) if eq else None
+                if old is not None and key == "-mattr" and value:
+                    merged[old] += "," + value
+                elif old is not None and value:
+                    merged[old] = word
+                else:
+                    merged.append(word)  # a new option, or a bad word from_string names
+            return Target.from_string(" ".join(merged))
         if len(words) == 1 and "-" in words[0] and words[0].split("-", 1)[0] in ARCHES:
             return Target.from_string(f"llvm -mtriple={words[0]}")  # a bare triple: its generic CPU
         kind, options = words[0], {}
@@ -392,8 +404,8 @@ def _llvm_target(text: str, options: dict[str, str], cores: int | None) -> Targe
                               "e.g. -mattr=+avx512f,+fma)")
         name = item[1:]
         if arch is not None and name not in arch.features and not _host_knows(arch, name):
-            raise TargetError(f"unknown feature '{name}' for {arch.name} in '{text}' (known: "
-                              f"{', '.join(sorted(arch.features))})")
+            raise TargetError(f"unknown feature '{name}' for {arch.name} in '{text}' "
+                              f"({_some_known(name, arch.features)})")
         (features.add if item[0] == "+" else features.discard)(name)
     if arch is not None and arch.name == "riscv64" and not {"f", "d"} <= features:
         raise TargetError(f"riscv64 Linux code needs the f and d extensions (the lp64d ABI of its "
@@ -423,3 +435,16 @@ def as_target(target: Target | str | None) -> Target:
     if isinstance(target, Target):
         return target
     return Target.from_string(target)
+
+
+def _some_known(name: str, known) -> str:
+    """The known names to show for an unknown ``name``: all of a short list, else the
+    closest ones (x86 has some 180 features: the whole list would be a page, not a line)."""
+    import difflib
+
+    names = sorted(known)
+    if len(names) <= 40:
+        return "known: " + ", ".join(names)
+    close = difflib.get_close_matches(name, names, n=8, cutoff=0.75)
+    shown = ", ".join(close) if close else ", ".join(names[:8]) + ", ..."
+    return f"{len(names)} known; closest: {shown}" if close else f"{len(names)} known: {shown}"

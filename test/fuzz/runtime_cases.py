@@ -348,6 +348,41 @@ def runtime_cases() -> list[Case]:
         add(f"dlc compile -o {target}", "error", locs, ["dlc", "compile", "m.mlir", "-o", target], files=model,
             special=special, must_not_exist=["outdir/m.so"])
     add("dlc compile -o x.so, valid", "ok", [], ["dlc", "compile", "m.mlir", "-o", "x.so"], files=model)
+    # targets, BYOC, the C runtime's builder and RPC: bad words name the word
+    compile_ = ["dlc", "compile", "m.mlir", "-o", "x.so", "--target"]
+    for target, locs in [("llvm -mtriple=mips-linux-gnu", [r"mips"]), ("llvm -mattr=+nosuch", [r"nosuch"]),
+                         ("llvm -mcpu=nosuchcpu", [r"nosuchcpu"]), ("llvm -num-cores=0", [r"num-cores"]),
+                         ("llvm -num-cores=abc", [r"num-cores|abc"]), ("llvm -mtriple=", [r"mtriple"]),
+                         ("", [r"target"]), ("c -O3", [r"-O3"]), ("tpu", [r"tpu"]),
+                         ("aarch64 -mattr=+avx512f", [r"avx512f"]), ("llvm -mtriple=riscv64-linux-gnu -mattr=-d", [r"\bd\b|riscv64"])]:
+        add(f"dlc compile --target {target!r}", "error", locs, compile_ + [target], files=model,
+            must_not_exist=["x.so"])
+    add("dlc compile --target aarch64 (cross)", "any", [r"aarch64"], compile_ + ["aarch64"], files=model)
+    add("dlc run --target aarch64 (not runnable here)", "error", [r"aarch64"], run + ["--target", "aarch64"],
+        files=model)
+    add("dlc compile --target c -o DIR", "error", [r"outdir"], ["dlc", "compile", "m.mlir", "--target", "c",
+                                                                 "-o", "outdir"], files=model,
+        special={"outdir": "dir"}, must_not_exist=["outdir/m.tar"])
+    add("dlc compile --target c, valid", "ok", [], ["dlc", "compile", "m.mlir", "--target", "c", "-o", "m.tar"],
+        files=model)
+    for byoc, expect, locs in [("nope", "error", [r"nope"]), ("c,nope", "error", [r"nope"]), ("", "any", [r"byoc"]),
+                               ("c", "ok", [])]:
+        add(f"dlc compile --byoc {byoc!r}", expect, locs, ["dlc", "compile", "m.mlir", "-o", "x.so", "--byoc", byoc],
+            files=model, must_not_exist=["x.so"] if expect == "error" else [])
+    add("dlc build-runtime -o FILE", "error", [r"afile"], ["dlc", "build-runtime", "-o", "afile"],
+        files={"afile": b"x"})
+    add("dlc build-runtime --target sparc64", "error", [r"sparc64"],
+        ["dlc", "build-runtime", "-o", "rt", "--target", "sparc64-linux-gnu"], must_not_exist=["rt/dlc-run"])
+    for rpc, locs in [("notaport", [r"notaport|--rpc"]), ("127.0.0.1:99999", [r"99999|--rpc|port"]),
+                      ("127.0.0.1:1", [r"127\.0\.0\.1:1|connect"])]:
+        add(f"dlc run --rpc {rpc}", "error", locs, ["dlc", "run", "x.so", "--rpc", rpc], files={"x.so": b"\x7fELF"})
+    add("dlc run m.mlir --rpc (not a library)", "error", [r"m\.mlir|--rpc"], run + ["--rpc", "127.0.0.1:1"],
+        files=model)
+    add("dlc rpc server on 0.0.0.0 without a token", "error", [r"0\.0\.0\.0|token"],
+        ["dlc", "rpc", "server", "--host", "0.0.0.0", "--port", "0"])
+    add("dlc rpc server --port 99999", "error", [r"99999|port"], ["dlc", "rpc", "server", "--port", "99999"])
+    add("dlc rpc server --token-file missing", "error", [r"missing|token"],
+        ["dlc", "rpc", "server", "--port", "0", "--token-file", "missing.txt"])
     # Python API
     name_a = [r"'a'|\ba\b"]
     for kind in ["dtype", "int_dtype", "shape", "rank", "none", "object"]:

@@ -109,7 +109,9 @@ KNOWN = ", ".join(PRESETS)
 @pytest.mark.parametrize("bad, message", [
     ("", f"empty target string (expected e.g. 'llvm -mcpu=skylake-avx512' or a preset: {KNOWN})"),
     ("tpu", f"unknown target 'tpu' in 'tpu' (expected a kind, llvm or cuda or c, or a preset: {KNOWN})"),
-    ("aarch64 -mcpu=cortex-a72", "unknown target 'aarch64' in 'aarch64 -mcpu=cortex-a72' (expected a kind"),
+    ("aarch64 -mattr=+avx2", "unknown feature 'avx2' for aarch64 in 'llvm -mtriple=aarch64-linux-gnu "
+     "-mcpu=cortex-a72 -mattr=+avx2'"),
+    ("x86-64-v3 -foo", "bad target option '-foo' in 'llvm -mtriple=x86_64-unknown-linux-gnu -mcpu=x86-64-v3 -foo'"),
     ("llvm -O3", "bad target option '-O3' in 'llvm -O3' (expected -mtriple=..., -mcpu=..., -mattr=..., "
                  "-num-cores=...)"),
     ("llvm -mcpu=a -mcpu=b", "target option '-mcpu' given twice in 'llvm -mcpu=a -mcpu=b'"),
@@ -129,7 +131,7 @@ KNOWN = ", ".join(PRESETS)
     ("llvm -mattr=avx512f", "bad feature 'avx512f' in 'llvm -mattr=avx512f' (expected +name or -name, "
                             "e.g. -mattr=+avx512f,+fma)"),
     ("llvm -mcpu=haswell -mattr=+neon", "unknown feature 'neon' for x86_64 in 'llvm -mcpu=haswell -mattr=+neon' "
-                                        "(known: 64bit, adx,"),
+                                        "(114 known: 64bit, adx,"),
     ("llvm -mtriple=aarch64-linux-gnu -mattr=+avx2",
      "unknown feature 'avx2' for aarch64 in 'llvm -mtriple=aarch64-linux-gnu -mattr=+avx2' (known: aes, bf16,"),
     ("llvm -mtriple=riscv64-linux-gnu -mattr=+sve",
@@ -260,3 +262,13 @@ def test_cortex_m_features_are_llvm_names(capfd):
     assert "not a recognized" not in capfd.readouterr().err
     target.create_target_machine(cpu="cortex-m4", features="+bogus")
     assert "'+bogus' is not a recognized feature" in capfd.readouterr().err
+
+
+def test_presets_take_options():
+    """-mattr adds to the preset's features, -mcpu/-mtriple/-num-cores replace its values."""
+    t = Target.from_string("aarch64 -mattr=+dotprod -num-cores=4")
+    assert t == Target.from_string("llvm -mtriple=aarch64-linux-gnu -mcpu=cortex-a72 -mattr=+dotprod -num-cores=4")
+    assert t.has("neon") and t.has("dotprod") and t.num_cores == 4
+    assert Target.from_string("aarch64 -mcpu=neoverse-n1").cpu == "neoverse-n1"
+    assert not Target.from_string("x86-64-v4 -mattr=-avx512f").has("avx512f")
+
