@@ -101,6 +101,16 @@ def epilogue(spec: Epilogue) -> Iterator[None]:
         _EPILOGUE.pop()
 
 
+def _letters(n: int) -> str:
+    """1 -> a, 2 -> b, ..., 26 -> z, 27 -> aa (bijective base 26): a suffix that stays a
+    valid SSA name however many loops share a base (a concat of 40 inputs)."""
+    out = ""
+    while n > 0:
+        n, rest = divmod(n - 1, 26)
+        out = chr(ord("a") + rest) + out
+    return out
+
+
 class KernelBuilder:
     """Builds ``func.func @name(inputs..., outputs...) {tloop.kernel}``.
 
@@ -228,7 +238,7 @@ class KernelBuilder:
         base, n = name, 1
         while name in self._loop_names:
             n += 1
-            name = f"{base}{chr(ord('a') + n - 1)}" if base[-1:].isdigit() else f"{base}{n}"
+            name = f"{base}{_letters(n)}" if base[-1:].isdigit() else f"{base}{n}"
         self._loop_names.add(name)
         return name
 

@@ -425,3 +425,17 @@ def test_reduce_random_axes(shape, data, name):
     keep = data.draw(st.booleans())
     cls = _op_class(name)
     check(make_module([T(*shape)], lambda x: cls.make(x, axes=axes, keepdims=keep)))
+
+
+
+def test_concat_of_many_inputs_round_trips():
+    """A concat of 40 inputs (an unrolled LSTM's step outputs) names its 40 copy loops
+    d0, d0b, ..., d0z, d0aa, ...: valid SSA names that print and parse back."""
+    from dlc.context import make_context
+    from dlc.diagnostics import parse_module
+
+    module = make_module([T(1, 3)] * 40, lambda *xs: graph.ConcatOp.make(*xs, axis=0))
+    lowered = check(module)
+    text = str(lowered)
+    assert "%d0aa" in text
+    assert str(parse_module(make_context(), text, "concat40.mlir")) == text
