@@ -338,7 +338,16 @@ class Target:
         feature, ``-f`` for each the CPU's table implies but this target lacks."""
         arch = ARCHES.get(self.arch)
         table = arch.cpus.get(self.cpu, frozenset()) if arch is not None else frozenset()
-        return ",".join(["+" + f for f in sorted(self.features)] + ["-" + f for f in sorted(table - self.features)])
+        return ",".join(["+" + f for f in sorted(self.features)] + ["-" + f for f in sorted(table - self.features)]
+                        + list(self.llvm_tuning()))
+
+    def llvm_tuning(self) -> tuple[str, ...]:
+        """LLVM tuning flags the schedules rely on. dlc's register tiles are sized for
+        ``vector_bits`` (8 x 16 f32 = 8 zmm with AVX-512), but LLVM's Intel server CPU
+        models (skylake-avx512 .. sapphirerapids) prefer 256-bit vectors and would split
+        every 512-bit vector in two, halving the FMA peak; ``-prefer-256-bit`` keeps
+        them whole (AMD's znver4 does not set it)."""
+        return ("-prefer-256-bit",) if self.arch == "x86_64" and self.vector_bits == 512 else ()
 
 
 def _check_cores(value, text: str) -> int:

@@ -8,8 +8,9 @@ graph.conv2d). The machine is shared, so each case alternates dlc and numpy runs
 and reports medians and their ratio. The peak is measured, not assumed, in the
 same interleaved runs as each case (the load changes minute by minute; numpy is timed
 apart, after them, since OpenBLAS's spinning threads would steal a core from them): a
-compiled kernel of independent FMA chains (8 x 16 f32 accumulators per thread,
-loop IR through the same LLVM backend). numpy's conv baseline is im2col +
+compiled kernel of independent FMA chains (16 x 16 f32 accumulators per thread
+with AVX-512, loop IR through the same LLVM backend; ``peak_rows``), cross-checked
+against ../shared/tools/fma_peak.c when gcc is there. numpy's conv baseline is im2col +
 sgemm (OpenBLAS).
 """
 
@@ -25,37 +26,37 @@ import dlc
 
 FMA_PEAK = """
 builtin.module {{
-  func.func @peak_0_fma(%x: memref<{t}x8x16xf32>, %y: memref<{t}x8x16xf32>) attributes {{tloop.kernel}} {{
+  func.func @peak_0_fma(%x: memref<{t}x{rows}x16xf32>, %y: memref<{t}x{rows}x16xf32>) attributes {{tloop.kernel}} {{
     %c1 = arith.constant 0.999999 : f32
     %c2 = arith.constant 0.000001 : f32
     tloop.for %t = 0 to {t} parallel {{
-      %acc = memref.alloca() : memref<8x16xf32>
-      tloop.for %i0 = 0 to 8 {{
+      %acc = memref.alloca() : memref<{rows}x16xf32>
+      tloop.for %i0 = 0 to {rows} {{
         tloop.for %j0 = 0 to 16 vectorized {{
-          %v = memref.load %x[%t, %i0, %j0] : memref<{t}x8x16xf32>
-          memref.store %v, %acc[%i0, %j0] : memref<8x16xf32>
+          %v = memref.load %x[%t, %i0, %j0] : memref<{t}x{rows}x16xf32>
+          memref.store %v, %acc[%i0, %j0] : memref<{rows}x16xf32>
         }}
       }}
       tloop.for %r = 0 to {reps} {{
-        tloop.for %i = 0 to 8 unrolled {{
+        tloop.for %i = 0 to {rows} unrolled {{
           tloop.for %j = 0 to 16 vectorized {{
-            %a = memref.load %acc[%i, %j] : memref<8x16xf32>
+            %a = memref.load %acc[%i, %j] : memref<{rows}x16xf32>
             %f = math.fma %a, %c1, %c2 : f32
-            memref.store %f, %acc[%i, %j] : memref<8x16xf32>
+            memref.store %f, %acc[%i, %j] : memref<{rows}x16xf32>
           }}
         }}
       }}
-      tloop.for %i1 = 0 to 8 {{
+      tloop.for %i1 = 0 to {rows} {{
         tloop.for %j1 = 0 to 16 vectorized {{
-          %w = memref.load %acc[%i1, %j1] : memref<8x16xf32>
-          memref.store %w, %y[%t, %i1, %j1] : memref<{t}x8x16xf32>
+          %w = memref.load %acc[%i1, %j1] : memref<{rows}x16xf32>
+          memref.store %w, %y[%t, %i1, %j1] : memref<{t}x{rows}x16xf32>
         }}
       }}
     }}
     func.return
   }}
-  func.func @main(%x: memref<{t}x8x16xf32>, %y: memref<{t}x8x16xf32>) attributes {{tloop.host, tloop.num_inputs = 1 : i64}} {{
-    func.call @peak_0_fma(%x, %y) : (memref<{t}x8x16xf32>, memref<{t}x8x16xf32>) -> ()
+  func.func @main(%x: memref<{t}x{rows}x16xf32>, %y: memref<{t}x{rows}x16xf32>) attributes {{tloop.host, tloop.num_inputs = 1 : i64}} {{
+    func.call @peak_0_fma(%x, %y) : (memref<{t}x{rows}x16xf32>, memref<{t}x{rows}x16xf32>) -> ()
     func.return
   }}
 }}
@@ -105,13 +106,44 @@ def alternate(fns, runs: int, clock=time.perf_counter) -> list[float]:
     return [statistics.median(t) for t in times]
 
 
+def peak_rows() -> int:
+    """Independent accumulator rows of 16 f32 for the peak kernel: 16 zmm chains with
+    AVX-512 (32 registers; two FMA ports x latency 4 need 8 in flight, 16 leaves margin),
+    6 rows = 12 ymm chains with AVX2's 16 registers."""
+    from dlc.target import Target
+
+    return 16 if Target.host().vector_bits >= 512 else 6
+
+
+def c_fma_peak(threads: int) -> float | None:
+    """The hardware's FMA peak from ../shared/tools/fma_peak.c (gcc -O3 -march=native, 12
+    independent chains at the widest vector width), when the file and gcc are there: the
+    cross-check that the dlc kernel below reaches it."""
+    import os
+    import re
+    import shutil
+    import subprocess
+    import tempfile
+
+    source = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "tools", "fma_peak.c")
+    if not (os.path.exists(source) and shutil.which("gcc")):
+        return None
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "fma_peak")
+        subprocess.run(["gcc", "-O3", "-march=native", "-fopenmp", source, "-o", exe], check=True)
+        out = subprocess.run([exe], env={**os.environ, "OMP_NUM_THREADS": str(threads)},
+                             capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"peak ([0-9.]+)", out).group(1))
+
+
 class Peak:
     """The FMA-chain kernel: run alongside each case so that both see the same machine load."""
 
     def __init__(self, threads: int, reps: int = 8_000_000):
-        self.compiled = dlc.compile(FMA_PEAK.format(t=threads, reps=reps), num_threads=threads)
-        self.flops = threads * reps * 8 * 16 * 2
-        self.x = np.ones((threads, 8, 16), np.float32)
+        rows = peak_rows()
+        self.compiled = dlc.compile(FMA_PEAK.format(t=threads, reps=reps, rows=rows), num_threads=threads)
+        self.flops = threads * reps * rows * 16 * 2
+        self.x = np.ones((threads, rows, 16), np.float32)
         self.out = np.empty_like(self.x)
 
     def __call__(self) -> None:
@@ -192,6 +224,9 @@ def main() -> None:
     peak = Peak(args.threads)
     print(f"measured FMA peak: {Peak(1).gflops(args.runs):.1f} GFLOP/s on 1 thread, "
           f"{peak.gflops(args.runs):.1f} GFLOP/s on {args.threads} (re-measured with each case)")
+    reference = c_fma_peak(args.threads)
+    if reference is not None:
+        print(f"fma_peak.c (gcc -march=native) on {args.threads} threads: {reference:.1f} GFLOP/s")
     if args.only in (None, "gemm"):
         squares = [(s, s, s) for s in args.sizes]
         skinny = [(1021, 997, 509), (1024, 1024, 64), (64, 1024, 1024), (49, 2048, 512), (1, 1000, 2048),

@@ -53,9 +53,10 @@ def host_target_machine(pic: bool = False, opt: int = 3) -> llvm.TargetMachine:
     """A fresh target machine for the host CPU (MCJIT owns one per engine: never share)."""
     initialize()
     target = llvm.Target.from_default_triple()
+    features = ",".join([llvm.get_host_cpu_features().flatten(), *Target.host().llvm_tuning()])
     return target.create_target_machine(
         cpu=llvm.get_host_cpu_name(),
-        features=llvm.get_host_cpu_features().flatten(),
+        features=features,
         opt=opt,
         reloc="pic" if pic else "default",
         codemodel="default" if pic else "jitdefault",

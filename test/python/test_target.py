@@ -173,6 +173,36 @@ def test_llvm_features_disable_what_the_table_implies():
     assert "+neon" in t("aarch64").llvm_features().split(",")
 
 
+MATMUL = """
+func.func @main(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %c = graph.matmul %a, %b : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  func.return %c : tensor<64x64xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("cpu", ["skylake-avx512", "sapphirerapids", "znver4"])
+def test_avx512_targets_compute_on_zmm(cpu):
+    """LLVM's Intel AVX-512 CPU models prefer 256-bit vectors; the GEMM's 8 x 16 register
+    tile is sized for 512-bit ones, so its FMAs must be on zmm (half the peak on ymm)."""
+    import re
+
+    import llvmlite.binding as llvm
+
+    from dlc.backends.llvm.jit import target_machine
+
+    target = t(f"llvm -mcpu={cpu}")
+    assert "-prefer-256-bit" in target.llvm_features().split(",")
+    compiled = driver.compile(MATMUL, target=target)
+    asm = target_machine(target).emit_assembly(llvm.parse_assembly(compiled.optimized_llvm_ir))
+    fmas = re.findall(r"vfmadd\w+\s+[^\n]*", asm)
+    assert fmas and all("zmm" in f for f in fmas), fmas[:4]
+
+
+def test_avx2_targets_keep_their_tuning():
+    assert t("llvm -mcpu=haswell").llvm_tuning() == () and t("aarch64").llvm_tuning() == ()
+
+
 def test_target_module_loads_no_llvmlite():
     code = "import sys, dlc.target; assert 'llvmlite' not in sys.modules, 'llvmlite loaded'"
     subprocess.run([sys.executable, "-c", code], check=True)
