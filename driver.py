@@ -490,8 +490,10 @@ class CompiledModule:
                  timings: dict[str, float], num_threads: int | None, profiler=None,
                  target: Target | None = None,
                  entries: dict[str, tuple[list[Spec], list[Spec]]] | None = None, default: str | None = None,
-                 externals=(), byoc_report: list[str] | None = None, external_library=None):
+                 externals=(), byoc_report: list[str] | None = None, external_library=None,
+                 not_runnable: str | None = None):
         self._native = native
+        self._not_runnable = not_runnable  # why calling it fails, where not cannot_run_here
         self._jit = jit
         self.llvm_ir = llvm_ir
         self._weights = weights
@@ -510,7 +512,7 @@ class CompiledModule:
 
     def _runnable(self) -> NativeModule:
         if self._native is None:
-            raise CompileError(cannot_run_here(self.target))
+            raise CompileError(self._not_runnable or cannot_run_here(self.target))
         return self._native
 
     def profile(self, *arrays, repeat: int = 10, entry: str | None = None):
@@ -581,7 +583,7 @@ class CompiledModule:
 def compile(source, example_args=None, target: str | Target = "llvm", entry: str | None = None,
             num_threads: int | None = None, opt: int = 3, layout: str | None = None,
             profile: bool = False, progress: Progress | None = None,
-            byoc: Sequence[str] | str | None = None) -> CompiledModule:
+            byoc: Sequence[str] | str | None = None, jit: bool = True) -> CompiledModule:
     """Compile ``source`` (MLIR text, .mlir/.onnx/.tflite/.pt2 path, onnx.ModelProto, ModuleOp,
     torch ExportedProgram, or a torch nn.Module with ``example_args``) for the host CPU.
 
@@ -613,6 +615,10 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     accept are partitioned out and compiled by their codegens, linked into this module
     and into ``export()``; ``CompiledModule.byoc_report`` lists the partitions and why
     the other ops stayed with dlc.
+
+    ``jit=False``: build for ``export()`` only (what ``dlc compile -o m.so`` does): LLVM
+    runs once, at the export, instead of once for the JIT and again for the library;
+    calling the module is then a CompileError.
     """
     byoc = check_byoc(byoc)
     if isinstance(target, str):
@@ -684,9 +690,12 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
             raise CompileError(_one_line(err, "llvm translation")) from None
         llvm_ir = str(translation.module)
     weights = _bind_weights(module, translation.weight_symbols)
-    if not runs_here:  # no JIT: export (or cross-export) is all such a module does
+    if not runs_here or not jit:  # no JIT: export (or cross-export) is all such a module does
         return CompiledModule(None, None, llvm_ir, weights, timings, num_threads, target=target,
-                              entries=entries, default=default, externals=externals, byoc_report=report)
+                              entries=entries, default=default, externals=externals, byoc_report=report,
+                              not_runnable=None if not runs_here else
+                              "this module was compiled with jit=False: export() it and load the "
+                              "library with dlc.runtime.load")
     with timed("llvm-jit"):
         try:
             jit = JITModule(llvm_ir, weights, opt=opt, target=target)

@@ -105,6 +105,25 @@ def test_export_of_a_graph_program(tmp_path):
     assert "export" in m.timings
 
 
+def test_export_only_build_runs_llvm_once(tmp_path):
+    """jit=False (dlc compile -o m.so): no JIT, the library is the only LLVM run, and it
+    computes what the JIT build computes."""
+    module = Parser(make_context(), GRAPH).parse_module()
+    w = RNG.standard_normal((5, 5)).astype(np.float32)
+    attach(module, WeightStore({"w": w}))
+    m = compile(module, jit=False)
+    assert "llvm-jit" not in m.timings
+    with pytest.raises(CompileError, match=r"compiled with jit=False: export\(\) it"):
+        m(np.zeros((3, 5), np.float32), np.zeros((1, 5), np.float32))
+    from dlc.runtime import load
+
+    x = RNG.standard_normal((3, 5)).astype(np.float32)
+    b = RNG.standard_normal((1, 5)).astype(np.float32)
+    module = Parser(make_context(), GRAPH).parse_module()
+    attach(module, WeightStore({"w": w}))
+    np.testing.assert_array_equal(load(m.export(str(tmp_path / "g.so")))(x, b)[0], compile(module)(x, b)[0])
+
+
 @pytest.mark.parametrize("source,message", [
     ("func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {\n  func.return %y : tensor<3xf32>\n}",
      r"<source>:\d+:\d+: values used but not defined: \[%y\]"),

@@ -492,8 +492,8 @@ def stand_in_driver(monkeypatch):
     calls = []
     mod = types.ModuleType("dlc.driver")
 
-    def compile(source, target="llvm", entry=None, num_threads=None):
-        calls.append(dict(source=source, target=target, entry=entry, num_threads=num_threads))
+    def compile(source, target="llvm", entry=None, num_threads=None, jit=True):
+        calls.append(dict(source=source, target=target, entry=entry, num_threads=num_threads, jit=jit))
         return _StandInCompiled(source, error=float(os.environ.get("STAND_IN_ERROR", "0")))
 
     mod.compile = compile
@@ -556,6 +556,7 @@ def test_cli_compile_writes_library_and_timings(tmp_path, capsys, stand_in_drive
     err = capsys.readouterr().err
     assert "stage-a" in err and "stage-b" in err and "(100.0%)  Total" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["add.mlir", "add.so"]
+    assert stand_in_driver[0]["jit"] is False  # export only: LLVM runs once
 
 
 def test_cli_without_driver(tmp_path, capsys, monkeypatch):
