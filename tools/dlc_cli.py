@@ -58,6 +58,8 @@ def build_arg_parser() -> ArgumentParser:
     comp.add_argument("--entry", help="function to export as the default entry (default: @main)")
     comp.add_argument("--threads", type=int, help="thread count baked in as default")
     comp.add_argument("--pass-timing", action="store_true", help="print the time of each stage to stderr")
+    comp.add_argument("--tuning-records", metavar="TUNE.JSONL",
+                      help="apply the best config per kernel of this tuning log (dlc tune); others: default")
 
     run = sub.add_parser("run", help="run a model on given or random inputs")
     for parser in (comp, run):  # bring your own codegen (dlc.byoc)
@@ -183,7 +185,7 @@ def load_te(path: str, target: str = "llvm"):
 
 
 def compile_model(path: str, target: str, entry: str | None, threads: int | None, profile: bool = False,
-                  byoc: list[str] | None = None, verbose: bool = False):
+                  byoc: list[str] | None = None, verbose: bool = False, tuning_records: str | None = None):
     kind = _kind(path)
     if kind == "so":
         raise DiagnosticError(f"'{path}' is already compiled")
@@ -197,6 +199,8 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
     targets = [t for item in byoc or () for t in item.split(",") if t]
     if targets:
         extra["byoc"] = targets
+    if tuning_records is not None:
+        extra["tuning_records"] = tuning_records
     with compile_progress() as progress:  # None (no output) when stderr is not a terminal
         if progress is not None:
             extra["progress"] = progress
@@ -205,6 +209,8 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
     if verbose and targets:
         for line in getattr(compiled, "byoc_report", []):
             print(f"byoc: {line}", file=sys.stderr)
+    if verbose and getattr(compiled, "tuning_note", None):
+        print(compiled.tuning_note, file=sys.stderr)  # tuning: 12 of 17 kernels from tune.jsonl, 5 default
     return compiled
 
 
@@ -216,7 +222,7 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
 def cmd_compile(args) -> int:
     check_writable(args.output)  # -o DIR, -o /missing/x.so: fail before compiling
     compiled = compile_model(args.model, args.target, args.entry, args.threads, byoc=args.byoc,
-                             verbose=args.verbose or args.pass_timing)
+                             verbose=args.verbose or args.pass_timing, tuning_records=args.tuning_records)
     # the library is linked into a temporary path, then put at -o by the rule of
     # dlc.output_files (renamed over a file, written through a device or FIFO)
     publish_file(lambda tmp: _guard(f"exporting '{args.output}'", compiled.export, tmp), args.output)
