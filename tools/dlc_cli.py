@@ -7,6 +7,7 @@
             [--profile TRACE.json]
     dlc view model.onnx|model.mlir -o graph.html [--profile trace.json]
     dlc rpc server|tracker ...; dlc run model.so --rpc HOST:PORT   (tools/rpc_cli.py)
+    dlc tune model.onnx --trials N -o tune.jsonl [--rpc-tracker H:P --rpc-key K | --ray auto]  (tools/tune_cli.py)
     dlc build-runtime -o DIR [--target aarch64]   (the C runtime and dlc-run: backends/c_runtime.py)
 
 ``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
@@ -101,6 +102,9 @@ def build_arg_parser() -> ArgumentParser:
 
     rpc_cli.add_run_arguments(run)
     rpc_cli.add_rpc_command(sub)
+    from dlc.tools import tune_cli  # dlc tune (tools/tune_cli.py)
+
+    tune_cli.add_tune_command(sub)
     return ap
 
 
@@ -545,6 +549,10 @@ def run(argv: list[str]) -> int:
         return rpc_command(args)
     if args.command == "build-runtime":
         return cmd_build_runtime(args)
+    if args.command == "tune":
+        from dlc.tools.tune_cli import tune_command
+
+        return tune_command(args)
     return cmd_run(args)
 
 

@@ -9,3 +9,19 @@ lowering layer (``dlc.lowering.schedule.space``, ``dlc.lowering.schedule.records
 from dlc.tune.tasks import Task, TaskError, extract_tasks
 
 __all__ = ["Task", "TaskError", "extract_tasks"]
+
+
+# `dlc.tune(source, ...)` is the tuner (tuner.py) while `dlc.tune` stays this package: the
+# module itself is callable.
+import sys as _sys
+import types as _types
+
+
+class _TunePackage(_types.ModuleType):
+    def __call__(self, *args, **kwargs):
+        from dlc.tune.tuner import tune
+
+        return tune(*args, **kwargs)
+
+
+_sys.modules[__name__].__class__ = _TunePackage

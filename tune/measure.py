@@ -150,12 +150,21 @@ class LocalBuilder:
 # ---------------------------------------------------------------------------
 
 
+STARTUP_TIMEOUT = 120.0  # seconds for a fresh run worker's imports (a busy machine)
+
+
 class _RunWorker:
     """One ``python -m dlc.tune.run_worker`` process and its pipes."""
 
     def __init__(self):
         self.proc = subprocess.Popen([sys.executable, "-m", "dlc.tune.run_worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        ready, _, _ = select.select([self.proc.stdout], [], [], STARTUP_TIMEOUT)
+        line = self.proc.stdout.readline() if ready else ""
+        if not line.startswith('{"ready"'):
+            self.kill()
+            raise MeasureError(f"the run worker (python -m dlc.tune.run_worker) did not start within "
+                               f"{STARTUP_TIMEOUT:g} s")
 
     def measure(self, request: dict, timeout: float) -> MeasureResult:
         start = time.monotonic()

@@ -7,6 +7,7 @@ inputs of its input specs and times its default entry with ``dlc.rpc.timing.time
 one JSON line: ``{"costs": [seconds per call, ...]}`` or ``{"error": "..."}``.
 A candidate that segfaults or hangs takes only this process down; the runner
 (tune/measure.py) sees it die or time out, records the error and starts a fresh worker.
+The first line it writes is ``{"ready": true}``, once its imports are done.
 numpy + dlc.runtime only: it starts fast and never imports xDSL.
 """
 
@@ -53,6 +54,10 @@ def main() -> int:
     out = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # a library that prints cannot corrupt the replies
     sys.stdout = sys.stderr
+    import dlc.rpc.timing  # noqa: F401  (imported before "ready": the run timeout counts no start-up)
+    import dlc.runtime  # noqa: F401
+
+    out.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         if line.strip():
             out.write(json.dumps(measure(json.loads(line))) + "\n")

@@ -44,6 +44,15 @@ def _runner(runner, options: MeasureOptions):
     return runner
 
 
+def _same_target(text: str, target: Target) -> bool:
+    from dlc.target import TargetError
+
+    try:
+        return as_target(text) == target
+    except TargetError:
+        return False
+
+
 def _median(costs: list[float]) -> float:
     return float(np.median(costs)) if costs else math.inf
 
@@ -117,7 +126,7 @@ def tune(source, target: Target | str = "llvm", trials: int | None = None, secon
 
     if os.path.exists(log):  # resume: what the log measured is known, not measured again
         for record in read_records(log):
-            if record.target != target_text and as_target(record.target) != target:
+            if record.target != target_text and not _same_target(record.target, target):
                 raise TuneError(f"'{log}' holds records tuned for '{record.target}', not for '{target_text}': "
                                 "tune into another log")
             index = by_key.get(record.workload_key)
