@@ -227,28 +227,40 @@ def matmul_space(s: Schedule, target: Target) -> Space | None:
     m0, n0 = m - m % mr, n - n % nr
     mc, nc, kc = _matmul_blocks(m0, n0, k, mr, nr, bool(batch))
     lanes = _lanes(target)
-    powers = [1 << i for i in range(4, 12)]
+    mrs = int_choices(mr, range(1, 17), lambda v: v <= m)
+    nrs = int_choices(nr, (4, 8, 16, 24, 32, 48, 64), lambda v: v <= n and v % lanes == 0)
+
+    def blocks_of(total: int, units, default: int) -> tuple[int, ...]:
+        """Cache blocks: multiples of a register tile dividing the main part it leaves."""
+        found = {default}
+        for unit in units:
+            main = total - total % unit
+            found |= {unit * t for t in (1, 2, 4, 8, 16, 32, 64) if main and main % (unit * t) == 0}
+            found.add(main)
+        return tuple(sorted(v for v in found if v > 0))
 
     def constraint(c: dict) -> str | None:
         problem = _tile_problem(c["mr"], c["nr"], target)
         if problem is not None:
             return problem
-        if c["mc"] % c["mr"] or c["mc"] > m - m % c["mr"]:
-            return f"mc = {c['mc']} is not a multiple of mr = {c['mr']} within the {m - m % c['mr']} main rows"
-        if c["nc"] % c["nr"] or c["nc"] > n - n % c["nr"]:
-            return f"nc = {c['nc']} is not a multiple of nr = {c['nr']} within the {n - n % c['nr']} main columns"
+        # a block that does not divide the main part would write back rows / columns the
+        # tail nests then accumulate into (the fused epilogue would see them done): refused,
+        # except the heuristics' own choice (the default)
+        main_m, main_n = m - m % c["mr"], n - n % c["nr"]
+        if (c["mc"] % c["mr"] or main_m % c["mc"]) and (c["mc"], c["mr"]) != (mc, mr):
+            return f"mc = {c['mc']} is not a multiple of mr = {c['mr']} dividing the {main_m} main rows"
+        if (c["nc"] % c["nr"] or main_n % c["nc"]) and (c["nc"], c["nr"]) != (nc, nr):
+            return f"nc = {c['nc']} is not a multiple of nr = {c['nr']} dividing the {main_n} main columns"
         if c["b_panels"] and not c["pack_b"]:
             return "b_panels needs pack_b (it lays out the packed B panel)"
         return None
 
     return Space(MATMUL, (
-        Knob("mr", int_choices(mr, range(1, 17), lambda v: v <= m), default=mr),
-        Knob("nr", int_choices(nr, (4, 8, 16, 24, 32, 48, 64), lambda v: v <= n and v % lanes == 0), default=nr),
-        Knob("mc", int_choices(mc, [mr * t for t in (1, 2, 4, 8, 16, 32, 64)] + powers + [m0],
-                               lambda v: v <= m), default=mc),
-        Knob("nc", int_choices(nc, [nr * t for t in (1, 2, 4, 8, 16, 32)] + powers + [n0],
-                               lambda v: v <= n), default=nc),
-        Knob("kc", int_choices(kc, powers + [k], lambda v: v <= k), default=kc),
+        Knob("mr", mrs, default=mr),
+        Knob("nr", nrs, default=nr),
+        Knob("mc", blocks_of(m, mrs, mc), default=mc),
+        Knob("nc", blocks_of(n, nrs, nc), default=nc),
+        Knob("kc", int_choices(kc, [1 << i for i in range(4, 12)] + [k], lambda v: v <= k), default=kc),
         Knob("order", ("mn", "nm")),  # which of the two block loops is outer
         # the parallel loop: the batch loop, or the fused (mo, no) / the outer block loop
         Knob("parallel", ("batch", "none") if batch else ("fused", "outer", "none")),

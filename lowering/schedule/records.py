@@ -134,9 +134,9 @@ def best_configs(records_or_path, target: Target | str) -> dict[str, dict[str, A
     best: dict[str, TuningRecord] = {}
     for r in records:
         if not _same_target(r.target, want):
-            source = f"'{where}'" if where else "the tuning records"
-            raise TuningRecordError(f"{source} were tuned for '{r.target}', not for the target "
-                                    f"'{want}': tune for this target (dlc tune --target \"{want}\")")
+            source = f"tuning records '{where}'" if where else "the tuning records"
+            raise TuningRecordError(f"{source} are for target '{r.target}', not for the target "
+                                    f"'{want}' of this build: tune again for it")
         if not r.ok:
             continue
         held = best.get(r.workload_key)
