@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,13 +91,14 @@ class Featurizer:
 
 class EvolutionarySearch:
     def __init__(self, model, featurizer: Featurizer, seed: int = 0, population: int = 32,
-                 generations: int = 2, epsilon: float = 0.2):
+                 generations: int = 3, epsilon: float = 0.2, seconds: float = 4.0):
         self.model = model
         self.featurizer = featurizer
         self.rng = random.Random(seed)
         self.population = population
         self.generations = generations
         self.epsilon = epsilon
+        self.seconds = seconds  # featurizing a conv config schedules it (~0.1 s): evolve at most this long
 
     def _random_new(self, state: TaskState, taken: set[str], n: int) -> list[dict]:
         space = state.task.space
@@ -141,11 +143,12 @@ class EvolutionarySearch:
         pool: dict[str, dict] = {}
         for config in state.top(8):
             pool[config_key(config)] = config
-        for config in self._random_new(state, set(taken), self.population):
+        for config in self._random_new(state, set(taken), self.population // 2):
             pool[config_key(config)] = config
+        start = time.monotonic()
         scored = self._scores(index, state, list(pool.values()))
         for _ in range(self.generations):
-            if not scored:
+            if not scored or time.monotonic() - start > self.seconds:
                 break
             children = {}
             for _ in range(self.population):

@@ -161,7 +161,9 @@ def tune(source, target: Target | str = "llvm", trials: int | None = None, secon
             if index is None:
                 break  # every space measured
             state = states[index]
-            n = batch_size if trials is None else min(batch_size, trials - len(done))
+            # the warm-up round of a task is half a batch: a model has tens of tasks
+            n = batch_size if state.history else max(2, batch_size // 2)
+            n = n if trials is None else min(n, trials - len(done))
             configs = search.propose(index, state, n)
             if not configs:  # no unmeasured config found: the space is (nearly) measured out
                 state.stalled = True
