@@ -64,11 +64,14 @@ class _Progress:
         self._bar = None
         if not enabled:
             return
+        import sys
+
+        from rich.console import Console
         from rich.progress import Progress, TextColumn
 
         self._bar = Progress(TextColumn("{task.description}"), TextColumn("{task.fields[trials]:>5} trials"),
                              TextColumn("best {task.fields[gflops]:8.2f} GFLOP/s"),
-                             TextColumn("{task.fields[errors]} errors"))
+                             TextColumn("{task.fields[errors]} errors"), console=Console(file=sys.stderr))
         self._ids = [self._bar.add_task(_short(s.task.key), trials=s.trials, gflops=s.best_gflops, errors=s.errors)
                      for s in states]
         self._bar.start()

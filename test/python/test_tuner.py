@@ -188,3 +188,39 @@ def test_ray_local_cluster_tune_has_the_local_record_format(mm_model, tmp_path):
     assert all(set(line) == RECORD_FIELDS for line in _log_lines(log))
     assert len({config_key(r.config) for r in records}) == 20
     assert all(math.isfinite(r.median_cost) for r in records if r.ok)
+
+
+def test_features_have_one_length_and_follow_the_schedule(mm_model):
+    from dlc.tune.features import N_FEATURES, features
+    from dlc.tune.tasks import extract_tasks
+
+    (task,) = extract_tasks(mm_model)
+    default = task.space.default()
+    other = dict(default, parallel="none", unroll=not default["unroll"])
+    assert task.space.valid(other)
+    a = features(task.scheduled_kernel(default), task.space, default)
+    b = features(task.scheduled_kernel(other), task.space, other)
+    assert a.shape == b.shape == (N_FEATURES,) and np.isfinite(a).all()
+    assert not np.array_equal(a, b)
+    fake = FakeTask()
+    small = features(fake.scheduled_kernel({"mode": "ok", "reps": 1, "pad": 0}), fake.space,
+                     {"mode": "ok", "reps": 1, "pad": 0})
+    assert small[1] == pytest.approx(math.log2(17))  # one statement: 16 iterations
+
+
+def test_scheduler_warms_up_every_task_then_follows_the_gain():
+    from dlc.tune.scheduler import TaskScheduler
+    from dlc.tune.search import TaskState
+
+    states = [TaskState(FakeTask(key=f"t{i}")) for i in range(3)]
+    scheduler = TaskScheduler(states)
+    order = []
+    for i in range(3):
+        index = scheduler.next_task()
+        order.append(index)
+        states[index].add({"mode": "ok", "reps": 1, "pad": 0}, [1e-3, 5e-3, 1e-4][index])
+        states[index].history.append(states[index].best_cost)
+    assert order == [0, 1, 2]
+    assert scheduler.next_task() == 1  # the slowest task holds the largest gain
+    states[0].task.count = 10          # ...unless another one runs ten times as often
+    assert scheduler.next_task() == 0
