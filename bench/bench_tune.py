@@ -188,20 +188,26 @@ def _spread(values: list[float]) -> float:
 # ---------------------------------------------------------------------------
 
 
-def fma_peak(threads: int, workdir: str) -> float | None:
+def fma_peak(threads: int, workdir: str, runs: int = 5) -> float | None:
+    """The best of `runs` runs of fma_peak.c (a busy machine only ever lowers it)."""
     exe = os.path.join(workdir, "fma_peak")
-    build = subprocess.run(["gcc", "-O3", "-march=native", "-fopenmp", FMA_PEAK_C, "-o", exe],
-                           capture_output=True, text=True)
-    if build.returncode != 0:
-        print(f"fma_peak: build failed: {build.stderr.strip()}")
-        return None
-    run = subprocess.run([exe], capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
-    numbers = [float(tok) for line in run.stdout.splitlines() if "GFLOP" in line.upper()
-               for tok in line.replace("=", " ").split() if _is_number(tok)]
-    if run.returncode != 0 or not numbers:
-        print(f"fma_peak: no figure in its output: {run.stdout.strip()!r}")
-        return None
-    return max(numbers)
+    if not os.path.exists(exe):
+        build = subprocess.run(["gcc", "-O3", "-march=native", "-fopenmp", FMA_PEAK_C, "-o", exe],
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            print(f"fma_peak: build failed: {build.stderr.strip()}")
+            return None
+    best = None
+    for _ in range(runs):
+        run = subprocess.run([exe], capture_output=True, text=True,
+                             env=dict(os.environ, OMP_NUM_THREADS=str(threads)))
+        numbers = [float(tok) for line in run.stdout.splitlines() if "GFLOP" in line.upper()
+                   for tok in line.replace("=", " ").split() if _is_number(tok)]
+        if run.returncode != 0 or not numbers:
+            print(f"fma_peak: no figure in its output: {run.stdout.strip()!r}")
+            return None
+        best = max(numbers) if best is None else max(best, max(numbers))
+    return best
 
 
 def _is_number(tok: str) -> bool:
@@ -303,6 +309,8 @@ def print_report(model_rows, kernel_rows, threads, peak) -> None:
                 print(f"{r['kernel']:<7} {r['note']}")
                 continue
             pct = f"{r['peak_pct']:.1f}% of peak" if r["peak_pct"] is not None else ""
+            if r["peak_pct"] is not None and r["peak_pct"] > 100:
+                pct += " (over 100%: the peak runs were slowed by the machine's load)"
             print(f"{r['kernel']:<7} {r['task']:<60} default {r['default_gflops']:7.1f} -> tuned "
                   f"{r['gflops']:7.1f} GFLOP/s  {pct}  ({r['trials']} trials)")
 
@@ -333,6 +341,13 @@ def main(argv: list[str] | None = None) -> int:
         peak = fma_peak(args.threads, workdir) if kinds else None
         model_rows = bench_models(names, args.minutes, args.threads, args.rounds, workdir)
         kernel_rows = bench_kernels(kinds, args.kernel_minutes or args.minutes / 3, args.threads, workdir, peak)
+        if kinds:  # the peak again after the kernels: the best of both (load only lowers it)
+            again = fma_peak(args.threads, workdir)
+            if again and peak and again > peak:
+                for r in kernel_rows:
+                    if r.get("peak_pct") is not None:
+                        r["peak_pct"] *= peak / again
+            peak = max(p for p in (peak, again, 0.0) if p is not None) or None
         print_report(model_rows, kernel_rows, args.threads, peak)
     return 0
 

@@ -67,6 +67,8 @@ class MeasureResult:
 
 
 def _signal_text(code: int) -> str:
+    if code >= 0:
+        return f"exit status {code}"
     try:
         return f"signal {-code} {signal.Signals(-code).name}"
     except ValueError:
