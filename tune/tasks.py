@@ -50,6 +50,11 @@ class Task:
     count: int
     flops: float
 
+    def __reduce__(self):
+        # picklable for runner processes and Ray: the space (its constraint is a closure) is
+        # rebuilt from the module text on the other side
+        return (_restore_task, (self.key, self.form, str(self.target), self.module_text, self.count, self.flops))
+
     # -- building ------------------------------------------------------------
 
     def _module(self) -> ModuleOp:
@@ -98,6 +103,18 @@ class Task:
         except ExportError as err:
             raise CompileError(str(err)) from None
         return out_path
+
+
+def _restore_task(key: str, form: str, target: str, module_text: str, count: int, flops: float) -> Task:
+    from dlc.driver import load_module
+
+    target_ = Target.from_string(target)
+    module = load_module(module_text)
+    kernel = next(op for op in module.ops if isinstance(op, func.FuncOp) and KERNEL_ATTR in op.attributes)
+    space = space_of(kernel, target_)
+    if space is None or workload_key(kernel, target_) != key:
+        raise TaskError(f"task '{key}': its module no longer has this workload key (another dlc version?)")
+    return Task(key, form, target_, space, module_text, count, flops)
 
 
 def extract_tasks(source, target: Target | str = "llvm", input_shapes=None, layout: str | None = None) -> list[Task]:

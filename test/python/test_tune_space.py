@@ -280,7 +280,10 @@ def test_extract_tasks_counts_repeated_kernels():
 
 
 def test_task_build_runs(tmp_path):
-    task = extract_tasks(SMALL_CNN)[0]
+    import pickle
+
+    task = pickle.loads(pickle.dumps(extract_tasks(SMALL_CNN)[0]))  # runner processes get tasks pickled
+    assert task.space.default() == extract_tasks(SMALL_CNN)[0].space.default()
     lib = load(task.build(task.space.default(), str(tmp_path / "task.so")))
     point = lib.entries[lib.default_entry]
     rng = np.random.default_rng(0)
@@ -289,26 +292,40 @@ def test_task_build_runs(tmp_path):
     assert out.shape == point.outputs[0][1] and np.isfinite(out).all()
 
 
+def two_matmuls(path):
+    """x[8,16] @ w1[16,24] -> relu -> @ w2[24,12]: two tunable kernels, saved at `path`."""
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.standard_normal((16, 24)).astype(np.float32), rng.standard_normal((24, 12)).astype(np.float32)
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["t"]), helper.make_node("Relu", ["t"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    onnx.save(_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8, 16])], {"w1": w1, "w2": w2}),
+              path)
+    return path
+
+
 def test_tuning_records_applied_at_compile_time(tmp_path):
-    tasks = extract_tasks(SMALL_CNN)
-    matmul = [t for t in tasks if t.form == "matmul"][0]
-    config = dict(matmul.space.default(), skinny_rows=4)
+    model = two_matmuls(str(tmp_path / "mm2.onnx"))
+    first = extract_tasks(model)[0]
+    config = dict(first.space.default(), unroll=False, pack_a=False)
     path = str(tmp_path / "tune.jsonl")
-    append_records(path, [TuningRecord(matmul.key, str(HOST), config, [1e-6], None, matmul.flops, 0.0),
+    append_records(path, [TuningRecord(first.key, str(HOST), config, [1e-6], None, first.flops, 0.0),
+                          TuningRecord(first.key, str(HOST), first.space.default(), [2e-6], None, first.flops, 0.0),
                           TuningRecord("matmul|unused|" + str(HOST), str(HOST), {}, [1e-6])])
-    default = dlc.compile(SMALL_CNN)
-    tuned = dlc.compile(SMALL_CNN, tuning_records=path)
-    assert tuned.tuning_note == f"tuning: 1 of 5 kernels from {path}, 4 default"
+    default = dlc.compile(model)
+    tuned = dlc.compile(model, tuning_records=path)
+    assert default.tuning_note is None
+    assert tuned.tuning_note == f"tuning: 1 of 2 kernels from {path}, 1 default"
     assert _ir(tuned) != _ir(default)
-    x = np.random.default_rng(0).standard_normal((1, 3, 32, 32)).astype(np.float32)
-    np.testing.assert_allclose(tuned(x)[0], default(x)[0], rtol=1e-5, atol=1e-6)
-    same = dlc.compile(SMALL_CNN, tuning_records={matmul.key: matmul.space.default()})
-    assert _ir(same) == _ir(default) and same.tuning_note.startswith("tuning: 1 of 5 kernels")
+    x = np.random.default_rng(0).standard_normal((8, 16)).astype(np.float32)
+    np.testing.assert_allclose(tuned(x)[0], default(x)[0], rtol=1e-5, atol=1e-5)
+    same = dlc.compile(model, tuning_records={first.key: first.space.default()})
+    assert _ir(same) == _ir(default) and same.tuning_note.startswith("tuning: 1 of 2 kernels")
     out = str(tmp_path / "m.so")
-    run = subprocess.run([sys.executable, "-m", "dlc.tools.dlc_cli", "compile", SMALL_CNN, "--tuning-records",
+    run = subprocess.run([sys.executable, "-m", "dlc.tools.dlc_cli", "compile", model, "--tuning-records",
                           path, "-v", "-o", out], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
-    assert f"tuning: 1 of 5 kernels from {path}, 4 default" in run.stderr
+    assert f"tuning: 1 of 2 kernels from {path}, 1 default" in run.stderr
+    np.testing.assert_allclose(load(out)(x)[0], tuned(x)[0])
 
 
 def test_tuning_record_with_a_bad_config_fails(tmp_path):
