@@ -20,4 +20,8 @@ def __getattr__(name: str):
         import importlib
 
         return importlib.import_module("dlc.te")
+    if name == "tune":  # `dlc.tune(model, trials=...)`: the package is callable (tune/__init__.py)
+        import importlib
+
+        return importlib.import_module("dlc.tune")
     raise AttributeError(f"module 'dlc' has no attribute {name!r}")

@@ -509,6 +509,7 @@ class CompiledModule:
         self._external_library = external_library  # their JIT library (kept loaded)
         # which ops went to which BYOC codegen, and why the rest did not (dlc -v)
         self.byoc_report = list(byoc_report or [])
+        self.tuning_note: str | None = None  # dlc.compile(tuning_records=...): what they applied
 
     def _runnable(self) -> NativeModule:
         if self._native is None:
@@ -583,7 +584,8 @@ class CompiledModule:
 def compile(source, example_args=None, target: str | Target = "llvm", entry: str | None = None,
             num_threads: int | None = None, opt: int = 3, layout: str | None = None,
             profile: bool = False, progress: Progress | None = None,
-            byoc: Sequence[str] | str | None = None, jit: bool = True) -> CompiledModule:
+            byoc: Sequence[str] | str | None = None, tuning_records=None,
+            jit: bool = True) -> CompiledModule:
     """Compile ``source`` (MLIR text, .mlir/.onnx/.tflite/.pt2 path, onnx.ModelProto, ModuleOp,
     torch ExportedProgram, or a torch nn.Module with ``example_args``) for the host CPU.
 
@@ -616,6 +618,11 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     and into ``export()``; ``CompiledModule.byoc_report`` lists the partitions and why
     the other ops stayed with dlc.
 
+    ``tuning_records``: a tuning log's path (``tune.jsonl``), a list of
+    ``dlc.lowering.schedule.records.TuningRecord`` or a dict workload key -> config: each
+    kernel with a record gets its best config, the others the default
+    (``CompiledModule.tuning_note`` counts them); records for another target are refused.
+
     ``jit=False``: build for ``export()`` only (what ``dlc compile -o m.so`` does): LLVM
     runs once, at the export, instead of once for the JIT and again for the library;
     calling the module is then a CompileError.
@@ -631,6 +638,9 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     if byoc and (target.kind != "llvm" or target.bare_metal):
         raise CompileError(f"byoc= is for hosted llvm targets (BYOC kernels are C code linked with dlc's), "
                            f"not '{target}'")
+    if tuning_records is not None and (target.kind != "llvm" or target.bare_metal):
+        raise CompileError(f"tuning_records is for hosted llvm targets, not '{target}'")
+    tuning = _tuning(tuning_records, target) if tuning_records is not None else None
     if target.kind == "cuda":
         return _compile_cuda(source, entry, example_args)
     if target.kind == "c" or target.bare_metal:
@@ -664,7 +674,10 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     externals: list = []
     if byoc and _level(module) != "graph":
         raise CompileError("byoc= needs graph-level input (partitions are cut from the graph)")
-    lower_to_llvm_dialect(module, timings, layout, target, profile, progress, byoc, externals)
+    from dlc.lowering.schedule.defaults import use_tuning
+
+    with use_tuning(tuning):
+        lower_to_llvm_dialect(module, timings, layout, target, profile, progress, byoc, externals)
     report = byoc_report(module, externals)
     external_list = external_kernels(module)
     if external_list and meta is not None:
@@ -691,11 +704,13 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
         llvm_ir = str(translation.module)
     weights = _bind_weights(module, translation.weight_symbols)
     if not runs_here or not jit:  # no JIT: export (or cross-export) is all such a module does
-        return CompiledModule(None, None, llvm_ir, weights, timings, num_threads, target=target,
-                              entries=entries, default=default, externals=externals, byoc_report=report,
-                              not_runnable=None if not runs_here else
-                              "this module was compiled with jit=False: export() it and load the "
-                              "library with dlc.runtime.load")
+        compiled = CompiledModule(None, None, llvm_ir, weights, timings, num_threads, target=target,
+                                  entries=entries, default=default, externals=externals, byoc_report=report,
+                                  not_runnable=None if not runs_here else
+                                  "this module was compiled with jit=False: export() it and load the "
+                                  "library with dlc.runtime.load")
+        compiled.tuning_note = tuning.note() if tuning is not None else None
+        return compiled
     with timed("llvm-jit"):
         try:
             jit = JITModule(llvm_ir, weights, opt=opt, target=target)
@@ -709,9 +724,27 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
                           external_kernels=external_list)
     if num_threads is not None:
         native.set_num_threads(num_threads)
-    return CompiledModule(native, jit, llvm_ir, weights, timings, num_threads,
-                          _profiler(module, jit) if profile else None, target=target,
-                          externals=externals, byoc_report=report, external_library=external_library)
+    compiled = CompiledModule(native, jit, llvm_ir, weights, timings, num_threads,
+                              _profiler(module, jit) if profile else None, target=target,
+                              externals=externals, byoc_report=report, external_library=external_library)
+    compiled.tuning_note = tuning.note() if tuning is not None else None  # "tuning: 3 of 5 kernels ..."
+    return compiled
+
+
+def _tuning(records, target: Target):
+    """dlc.compile's ``tuning_records`` (a path, TuningRecords or key -> config) as the
+    schedules' Tuning; a log for another target is a CompileError naming both."""
+    from dlc.lowering.schedule.defaults import Tuning
+    from dlc.lowering.schedule.records import TuningRecordError, best_configs, check_config_keys, record_error_text
+
+    try:
+        if isinstance(records, dict):
+            check_config_keys(records, target)
+            return Tuning(dict(records), "the given configs")
+        source = os.fspath(records) if isinstance(records, (str, os.PathLike)) else "the given records"
+        return Tuning(best_configs(records, target), source)
+    except TuningRecordError as err:
+        raise CompileError(record_error_text(err)) from None
 
 
 def cannot_run_here(target: Target, built: bool = True) -> str:

@@ -7,6 +7,7 @@
             [--profile TRACE.json]
     dlc view model.onnx|model.mlir -o graph.html [--profile trace.json]
     dlc rpc server|tracker ...; dlc run model.so --rpc HOST:PORT   (tools/rpc_cli.py)
+    dlc tune model.onnx --trials N -o tune.jsonl [--rpc-tracker H:P --rpc-key K | --ray auto]  (tools/tune_cli.py)
     dlc build-runtime -o DIR [--target aarch64]   (the C runtime and dlc-run: backends/c_runtime.py)
 
 ``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
@@ -58,6 +59,8 @@ def build_arg_parser() -> ArgumentParser:
     comp.add_argument("--entry", help="function to export as the default entry (default: @main)")
     comp.add_argument("--threads", type=int, help="thread count baked in as default")
     comp.add_argument("--pass-timing", action="store_true", help="print the time of each stage to stderr")
+    comp.add_argument("--tuning-records", metavar="TUNE.JSONL",
+                      help="apply the best config per kernel of this tuning log (dlc tune); others: default")
 
     run = sub.add_parser("run", help="run a model on given or random inputs")
     for parser in (comp, run):  # bring your own codegen (dlc.byoc)
@@ -99,6 +102,9 @@ def build_arg_parser() -> ArgumentParser:
 
     rpc_cli.add_run_arguments(run)
     rpc_cli.add_rpc_command(sub)
+    from dlc.tools import tune_cli  # dlc tune (tools/tune_cli.py)
+
+    tune_cli.add_tune_command(sub)
     return ap
 
 
@@ -183,7 +189,8 @@ def load_te(path: str, target: str = "llvm"):
 
 
 def compile_model(path: str, target: str, entry: str | None, threads: int | None, profile: bool = False,
-                  byoc: list[str] | None = None, verbose: bool = False, jit: bool = True):
+                  byoc: list[str] | None = None, verbose: bool = False, tuning_records: str | None = None,
+                  jit: bool = True):
     kind = _kind(path)
     if kind == "so":
         raise DiagnosticError(f"'{path}' is already compiled")
@@ -199,6 +206,8 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
     targets = [t for item in byoc or () for t in item.split(",") if t]
     if targets:
         extra["byoc"] = targets
+    if tuning_records is not None:
+        extra["tuning_records"] = tuning_records
     with compile_progress() as progress:  # None (no output) when stderr is not a terminal
         if progress is not None:
             extra["progress"] = progress
@@ -207,6 +216,8 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
     if verbose and targets:
         for line in getattr(compiled, "byoc_report", []):
             print(f"byoc: {line}", file=sys.stderr)
+    if verbose and getattr(compiled, "tuning_note", None):
+        print(compiled.tuning_note, file=sys.stderr)  # tuning: 12 of 17 kernels from tune.jsonl, 5 default
     return compiled
 
 
@@ -218,7 +229,8 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
 def cmd_compile(args) -> int:
     check_writable(args.output)  # -o DIR, -o /missing/x.so: fail before compiling
     compiled = compile_model(args.model, args.target, args.entry, args.threads, byoc=args.byoc,
-                             verbose=args.verbose or args.pass_timing, jit=False)
+                             verbose=args.verbose or args.pass_timing, tuning_records=args.tuning_records,
+                             jit=False)
     # the library is linked into a temporary path, then put at -o by the rule of
     # dlc.output_files (renamed over a file, written through a device or FIFO)
     publish_file(lambda tmp: _guard(f"exporting '{args.output}'", compiled.export, tmp), args.output)
@@ -541,6 +553,10 @@ def run(argv: list[str]) -> int:
         return rpc_command(args)
     if args.command == "build-runtime":
         return cmd_build_runtime(args)
+    if args.command == "tune":
+        from dlc.tools.tune_cli import tune_command
+
+        return tune_command(args)
     return cmd_run(args)
 
 

@@ -81,6 +81,7 @@ from dlc.lowering.schedule.defaults_dense import (
     with_fused_epilogue,
 )
 from dlc.lowering.schedule.defaults_forms import form_error, form_schedule
+from dlc.lowering.schedule.space import Knob, Space, int_choices
 from dlc.lowering.schedule.epilogue import _fuse_into, fuse_epilogue
 from dlc.lowering.kernels.forms import CONV2D_FLAT
 from dlc.target import Target
@@ -105,23 +106,60 @@ def _channel_block(oc: int, most: int) -> int:
     return 1
 
 
-@form_schedule(CONV2D_FLAT)
+def conv_register_problem(ocb: int, cols: int, target: Target, allowed: int = 0) -> str | None:
+    """Why an `ocb` x `cols` f32 register tile does not fit the target's vector registers
+    (two stay for the input vector and the weight broadcast; `allowed`: at least this many
+    accumulators are accepted, the default tile's)."""
+    lanes = max(1, target.vector_bits // 32)
+    need = ocb * -(-cols // lanes)
+    if need > max(target.vector_registers - 2, allowed):
+        return (f"register tile of {ocb} channels x {cols} columns needs {need} vector accumulators; "
+                f"'{target}' has {target.vector_registers} vector registers")
+    return None
+
+
+def conv2d_flat_space(s: Schedule, target: Target) -> Space | None:
+    """The knobs of :func:`schedule_conv2d_flat`: register tile (ocb channels x cols
+    columns), tile loop order (weight- or input-major), the copy-out inside the parallel
+    loop, the unrolled channel loop; the default is the heuristics above."""
+    oc, p = s.loop("oc").trip_count, s.loop("p").trip_count
+    ic, kh, kw = (s.loop(x).trip_count for x in ("ic", "kh", "kw"))
+    cols = min(VECTOR, p)
+    ocb = _channel_block(oc, target.conv_channel_block)
+    x_bytes = s.kernel.body.block.args[0].type.get_shape()[1] * p * 4
+    weight_major = x_bytes <= oc * ic * kh * kw * 4
+    default_need = ocb * -(-cols // max(1, target.vector_bits // 32))
+
+    def constraint(c: dict) -> str | None:
+        return conv_register_problem(c["ocb"], c["cols"], target, default_need)
+
+    return Space(CONV2D_FLAT, (
+        Knob("ocb", int_choices(ocb, (1, 2, 4, 8, 16), lambda v: oc % v == 0), default=ocb),
+        Knob("cols", int_choices(cols, (8, 16, 32), lambda v: v <= p), default=cols),
+        Knob("order", ("weight", "input"), default="weight" if weight_major else "input"),
+        Knob("copy_out_in_block", (True, False)),  # (weight-major, padded output only)
+        Knob("unroll", (True, False)),  # the ocb channels of the tile unrolled
+    ), constraint)
+
+
+@form_schedule(CONV2D_FLAT, space=conv2d_flat_space)
 @with_fused_epilogue
-def schedule_conv2d_flat(s: Schedule, machine: Target) -> bool:
-    """The register-blocked schedule above on the flattened form (kernels/conv.py)."""
+def schedule_conv2d_flat(s: Schedule, machine: Target, config: dict | None = None) -> bool:
+    """The register-blocked schedule above on the flattened form (kernels/conv.py);
+    ``config``: a point of :func:`conv2d_flat_space` (None: its default)."""
     target = _accumulator(s)
     if target is None:
         raise form_error(s.kernel, CONV2D_FLAT, "the accumulation nest (loop 'p') does not store "
                                                 "into one buffer %outpad or %outflat")
+    if config is None:
+        config = conv2d_flat_space(s, machine).default()
     oc, p = s.loop("oc").trip_count, s.loop("p").trip_count
     ic, kh, kw = (s.loop(x).trip_count for x in ("ic", "kh", "kw"))
     # whole 16-column tiles, then one narrower tail tile (outflat's P = OH * OW, any size)
-    cols = min(VECTOR, p)  # (P < 16: one narrow tile)
+    cols = config["cols"]  # (P < 16: one narrow tile)
     p0, tail = p - p % cols, p % cols
-    ocb = _channel_block(oc, machine.conv_channel_block)
-    x_bytes = s.kernel.body.block.args[0].type.get_shape()[1] * p * 4
-    w_bytes = oc * ic * kh * kw * 4
-    weight_major = x_bytes <= w_bytes
+    ocb = config["ocb"]
+    weight_major = config["order"] == "weight"
     # output in place: the fused epilogue is applied in place at the end of the p loop
     epilogue = target.name_hint == "outflat" and "tloop.fused" in s.kernel.attributes
     with s.atomic():
@@ -164,12 +202,13 @@ def schedule_conv2d_flat(s: Schedule, machine: Target) -> bool:
         if tail:
             _widen_tail_tile(s, p, cols)
         for suffix in ("", "_t")[:2 if tail else 1]:
-            if ocb > 1:
+            if ocb > 1 and config["unroll"]:
                 s.unroll("oci" + suffix)
             if s.loop("pi" + suffix).trip_count >= 2:
                 s.vectorize("pi" + suffix)
         _vectorize_copies(s, ("acc_d", "acc_out_d", "acc_t_d", "acc_t_out_d"))
-    if weight_major and par.loop_kind == "parallel" and target.name_hint == "outpad":
+    if (weight_major and par.loop_kind == "parallel" and target.name_hint == "outpad"
+            and config["copy_out_in_block"]):
         copy_out_per_block(s, par, ocb)  # each thread copies out the channels it computed
     if epilogue and fuse_epilogue(s.kernel, target) and tail:  # into the main tiles' write-back
         _fuse_tail_epilogue(s, target)  # and what it left (the tail columns) into the tail's

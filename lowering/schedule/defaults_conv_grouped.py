@@ -57,7 +57,13 @@ from dlc.lowering.schedule.core import (
     loop_name,
     make_if,
 )
-from dlc.lowering.schedule.defaults_conv import VECTOR, _channel_block, copy_out_per_block, start_tiles_at_zero
+from dlc.lowering.schedule.defaults_conv import (
+    VECTOR,
+    _channel_block,
+    conv_register_problem,
+    copy_out_per_block,
+    start_tiles_at_zero,
+)
 from dlc.lowering.schedule.defaults_dense import (
     _allow_contract,
     _names,
@@ -66,6 +72,7 @@ from dlc.lowering.schedule.defaults_dense import (
     _vectorize_copies,
 )
 from dlc.lowering.schedule.defaults_forms import form_schedule
+from dlc.lowering.schedule.space import Knob, Space, int_choices
 from dlc.lowering.kernels.forms import CONV2D_DEPTHWISE, CONV2D_GROUPED
 from dlc.target import Target
 
@@ -90,22 +97,46 @@ BLOCK_MAJOR_MIN_ITERATIONS = 8
 BLOCK_MAJOR_ALWAYS = True  # also without tail columns (False: only with them)
 
 
-@form_schedule(CONV2D_GROUPED)
-def schedule_conv2d_grouped(s: Schedule, target: Target) -> bool:
-    """The register-blocked schedule above on the grouped form (kernels/conv_grouped.py)."""
+def conv2d_grouped_space(s: Schedule, target: Target) -> Space | None:
+    """The knobs of :func:`schedule_conv2d_grouped`: register tile (ocb x cols), the
+    parallel loop over (group, channel block) or (group, column tile) (``block_major``),
+    the tile order of the latter, the unrolled channel loop; default: the heuristics."""
     groups, ocp, p = (s.loop(x).trip_count for x in ("g", "oc", "p"))
     ic, kh, kw = (s.loop(x).trip_count for x in ("ic", "kh", "kw"))
-    # whole 16-column tiles, then one narrower tail tile (P = OH * OW when x is read in place)
     cols = min(VECTOR, p)
-    p0, tail = p - p % cols, p % cols
     ocb = _channel_block(ocp, target.conv_channel_block)
-    # per group: the input window a tile reads vs the group's weights
-    x_bytes = ic * p * 4
-    w_bytes = ocp * ic * kh * kw * 4
-    suffixes = ["", "_t"] if tail else [""]
+    tail = p % cols
     blocks = groups * (ocp // ocb)
     block_major = (blocks >= BLOCK_MAJOR_MIN_ITERATIONS and (tail or BLOCK_MAJOR_ALWAYS)
                    and (blocks % 2 == 0 or blocks >= 2 * BLOCK_MAJOR_MIN_ITERATIONS))
+    input_major = ic * p * 4 > ocp * ic * kh * kw * 4  # the input window vs the group's weights
+    default_need = ocb * -(-cols // max(1, target.vector_bits // 32))
+
+    def constraint(c: dict) -> str | None:
+        return conv_register_problem(c["ocb"], c["cols"], target, default_need)
+
+    return Space(CONV2D_GROUPED, (
+        Knob("ocb", int_choices(ocb, (1, 2, 4, 8, 16), lambda v: ocp % v == 0), default=ocb),
+        Knob("cols", int_choices(cols, (8, 16, 32), lambda v: v <= p), default=cols),
+        Knob("block_major", (True, False), default=block_major),
+        Knob("order", ("input", "weight"), default="input" if input_major else "weight"),  # column-major only
+        Knob("unroll", (True, False)),
+    ), constraint)
+
+
+@form_schedule(CONV2D_GROUPED, space=conv2d_grouped_space)
+def schedule_conv2d_grouped(s: Schedule, target: Target, config: dict | None = None) -> bool:
+    """The register-blocked schedule above on the grouped form (kernels/conv_grouped.py);
+    ``config``: a point of :func:`conv2d_grouped_space` (None: its default)."""
+    if config is None:
+        config = conv2d_grouped_space(s, target).default()
+    groups, ocp, p = (s.loop(x).trip_count for x in ("g", "oc", "p"))
+    # whole 16-column tiles, then one narrower tail tile (P = OH * OW when x is read in place)
+    cols = config["cols"]
+    p0, tail = p - p % cols, p % cols
+    ocb = config["ocb"]
+    suffixes = ["", "_t"] if tail else [""]
+    block_major = config["block_major"]
     with s.atomic():
         s.distribute("p")  # the zero-fill of outp, then the accumulation (p_s1)
         s.distribute("oc")
@@ -130,7 +161,7 @@ def schedule_conv2d_grouped(s: Schedule, target: Target) -> bool:
                 s.split_range("p_s1", p0, "_t")
                 for loop in ("oc_s1", "g_s1", "n_s1"):
                     s.distribute(loop, [loop, loop + "_t"])
-            tiles = ["po", "oco"] if x_bytes > w_bytes else ["oco", "po"]
+            tiles = ["po", "oco"] if config["order"] == "input" else ["oco", "po"]
             for suffix in suffixes:
                 s.split("oc_s1" + suffix, ocb, "oco" + suffix, "oci" + suffix)
                 s.split("p_s1" + suffix, cols if not suffix else tail, "po" + suffix, "pi" + suffix)
@@ -144,7 +175,7 @@ def schedule_conv2d_grouped(s: Schedule, target: Target) -> bool:
                 s.parallel(par)
         for suffix in suffixes:
             s.cache_write("outpad", (tiles[1] if not suffix else "po") + suffix, "acc" + suffix)
-            if ocb > 1:
+            if ocb > 1 and config["unroll"]:
                 s.unroll("oci" + suffix)
             if s.loop("pi" + suffix).trip_count >= 2:
                 s.vectorize("pi" + suffix)
@@ -244,26 +275,48 @@ def _group_copy(s: Schedule, loops, ivs, store, pad_load, values, ocb: int):
 DEPTHWISE_PARALLEL_FACTOR = 16
 
 
-@form_schedule(CONV2D_DEPTHWISE)
-def schedule_conv2d_depthwise(s: Schedule, target: Target) -> bool:
-    """Per channel: a register tile of DW_VECTORS x 16 columns with the taps outside it,
-    the copies vectorized; the channel loop parallel when the layer is big enough."""
+def conv2d_depthwise_space(s: Schedule, target: Target) -> Space | None:
+    """The knobs of :func:`schedule_conv2d_depthwise`: vectors of 16 columns per tile
+    (P is a multiple of VECTOR x DW_VECTORS: any divisor count fits), the parallel channel
+    loop, the unrolled vectors; default: the heuristics."""
     from dlc.lowering.kernels.conv_grouped import DW_VECTORS
     from dlc.lowering.schedule.defaults_elementwise import MIN_PARALLEL_ITERATIONS
 
     n, oc, p = (s.loop(x).trip_count for x in ("dw_n", "dw_c", "p"))
     kh, kw = s.loop("kh").trip_count, s.loop("kw").trip_count
-    vectors = min(DW_VECTORS, p // VECTOR)  # P is a multiple of VECTOR * vectors (the kernel's)
+    vectors = min(DW_VECTORS, p // VECTOR)
+    parallel = n * oc * p * kh * kw >= DEPTHWISE_PARALLEL_FACTOR * MIN_PARALLEL_ITERATIONS
+    default_need = vectors * -(-VECTOR // max(1, target.vector_bits // 32))
+
+    def constraint(c: dict) -> str | None:
+        return conv_register_problem(1, VECTOR * c["vectors"], target, default_need)
+
+    return Space(CONV2D_DEPTHWISE, (
+        Knob("vectors", int_choices(vectors, range(1, 9), lambda v: p % (VECTOR * v) == 0), default=vectors),
+        Knob("parallel", (True, False), default=parallel),
+        Knob("unroll", (True, False)),
+    ), constraint)
+
+
+@form_schedule(CONV2D_DEPTHWISE, space=conv2d_depthwise_space)
+def schedule_conv2d_depthwise(s: Schedule, target: Target, config: dict | None = None) -> bool:
+    """Per channel: a register tile of DW_VECTORS x 16 columns with the taps outside it,
+    the copies vectorized; the channel loop parallel when the layer is big enough.
+    ``config``: a point of :func:`conv2d_depthwise_space` (None: its default)."""
+    if config is None:
+        config = conv2d_depthwise_space(s, target).default()
+    vectors = config["vectors"]
     with s.atomic():
         s.distribute("p")  # the zero-fill of the row, then the accumulation (p_s1)
         s.split("p_s1", VECTOR * vectors, "po", "pr")
         s.split("pr", VECTOR, "pu", "pv")
         s.reorder("po", "kh", "kw", "pu", "pv")
         par = s.fuse("dw_n", "dw_c", name="dw_nc")
-        if par.trip_count >= 2 and n * oc * p * kh * kw >= DEPTHWISE_PARALLEL_FACTOR * MIN_PARALLEL_ITERATIONS:
+        if par.trip_count >= 2 and config["parallel"]:
             s.parallel(par)  # before cache_write: its scratch then goes inside the parallel loop
         s.cache_write("row", "po", "acc")
-        s.unroll("pu")
+        if config["unroll"]:
+            s.unroll("pu")
         s.vectorize("pv")
         _vectorize_copies(s, ("acc_d", "acc_out_d"))
         start_tiles_at_zero(s, "p", "row", ["acc_d0"])

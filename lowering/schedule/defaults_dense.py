@@ -59,6 +59,7 @@ from dlc.lowering.schedule import annotate
 from dlc.lowering.schedule.defaults_forms import form_schedule
 from dlc.lowering.schedule.epilogue import fuse_epilogue
 from dlc.lowering.schedule.core import Schedule, enclosing_loops, loop_name
+from dlc.lowering.schedule.space import Knob, Space, int_choices
 from dlc.target import Target
 
 PANEL_FLOATS = 131072  # packed B panel: 512 KiB, half of a Zen 4 / recent Intel L2
@@ -163,8 +164,8 @@ def with_fused_epilogue(schedule):
     """`schedule`, then a fused kernel's elementwise tail moved into the register tile's
     write-back (epilogue.py) when the schedule applied."""
 
-    def apply(s: Schedule, target: Target) -> bool:
-        done = schedule(s, target)
+    def apply(s: Schedule, target: Target, *config) -> bool:
+        done = schedule(s, target, *config)
         if done and "tloop.fused" in s.kernel.attributes:
             fuse_epilogue(s.kernel)
         return done
@@ -174,25 +175,120 @@ def with_fused_epilogue(schedule):
     return apply
 
 
-@form_schedule(MATMUL)
-@with_fused_epilogue
-def schedule_matmul(s: Schedule, target: Target) -> bool:
-    """The blocked GEMM schedule above; False (kernel untouched) when it does not apply."""
-    kernel = s.kernel
-    if not f32_output(kernel):
-        return False
+def _matmul_shape(s: Schedule, target: Target):
+    """(batch loops, m, n, k) of a matmul the blocked schedules apply to, else None."""
+    if not f32_output(s.kernel):
+        return None
     names = _names(s)
     if not {"m", "n", "k"} <= set(names):
-        return False  # a 1-D operand: matrix-vector, left to the generic default
+        return None  # a 1-D operand: matrix-vector, left to the generic default
     batch = [n for n in names if n.startswith("b") and n[1:].isdigit()]
     m, n, k = (s.loop(x).trip_count for x in ("m", "n", "k"))
     mr, nr = target.matmul_register_tile
     if n < nr // 2 or k < 2:
-        return False
+        return None
+    return batch, m, n, k
+
+
+def _lanes(target: Target) -> int:
+    return max(1, target.vector_bits // 32)
+
+
+def _tile_problem(mr: int, nr: int, target: Target) -> str | None:
+    """Why an MR x NR f32 register tile does not fit the target's vector registers (two
+    stay for the B vector and the A broadcast)."""
+    per_row = -(-nr // _lanes(target))
+    if mr * per_row > target.vector_registers - 2:
+        return (f"register tile mr x nr = {mr} x {nr} needs {mr * per_row} vector accumulators; "
+                f"'{target}' has {target.vector_registers} vector registers (at most "
+                f"{target.vector_registers - 2} for accumulators)")
+    return None
+
+
+def matmul_space(s: Schedule, target: Target) -> Space | None:
+    """The knobs of schedule_matmul (blocked GEMM) or, at most SKINNY_ROWS rows, of
+    _schedule_skinny; the default is the heuristics' choice."""
+    shape = _matmul_shape(s, target)
+    if shape is None:
+        return None
+    batch, m, n, k = shape
     if m <= SKINNY_ROWS:
-        return _schedule_skinny(s, batch, n)
-    mr = min(mr, m)
-    nr = nr if n >= nr else nr // 2
+        rows = _skinny_rows_per_pass(k)
+        block = _skinny_block(n)
+        blocks = [d for d in range(64, n) if n % d == 0]
+        return Space(MATMUL, (
+            Knob("skinny_block", int_choices(block, blocks[:24] + [n]), default=block),
+            Knob("skinny_rows", int_choices(rows, [d for d in range(1, 17) if k % d == 0]), default=rows),
+            Knob("parallel", (True, False)),
+        ))
+    mr0, nr0 = target.matmul_register_tile
+    mr = min(mr0, m)
+    nr = nr0 if n >= nr0 else nr0 // 2
+    m0, n0 = m - m % mr, n - n % nr
+    mc, nc, kc = _matmul_blocks(m0, n0, k, mr, nr, bool(batch))
+    lanes = _lanes(target)
+    mrs = int_choices(mr, range(1, 17), lambda v: v <= m)
+    nrs = int_choices(nr, (4, 8, 16, 24, 32, 48, 64), lambda v: v <= n and v % lanes == 0)
+
+    def blocks_of(total: int, units, default: int) -> tuple[int, ...]:
+        """Cache blocks: multiples of a register tile dividing the main part it leaves."""
+        found = {default}
+        for unit in units:
+            main = total - total % unit
+            found |= {unit * t for t in (1, 2, 4, 8, 16, 32, 64) if main and main % (unit * t) == 0}
+            found.add(main)
+        return tuple(sorted(v for v in found if v > 0))
+
+    def constraint(c: dict) -> str | None:
+        problem = _tile_problem(c["mr"], c["nr"], target)
+        if problem is not None:
+            return problem
+        # a block that does not divide the main part would write back rows / columns the
+        # tail nests then accumulate into (the fused epilogue would see them done): refused,
+        # except the heuristics' own choice (the default)
+        main_m, main_n = m - m % c["mr"], n - n % c["nr"]
+        if (c["mc"] % c["mr"] or main_m % c["mc"]) and (c["mc"], c["mr"]) != (mc, mr):
+            return f"mc = {c['mc']} is not a multiple of mr = {c['mr']} dividing the {main_m} main rows"
+        if (c["nc"] % c["nr"] or main_n % c["nc"]) and (c["nc"], c["nr"]) != (nc, nr):
+            return f"nc = {c['nc']} is not a multiple of nr = {c['nr']} dividing the {main_n} main columns"
+        if c["b_panels"] and not c["pack_b"]:
+            return "b_panels needs pack_b (it lays out the packed B panel)"
+        return None
+
+    return Space(MATMUL, (
+        Knob("mr", mrs, default=mr),
+        Knob("nr", nrs, default=nr),
+        Knob("mc", blocks_of(m, mrs, mc), default=mc),
+        Knob("nc", blocks_of(n, nrs, nc), default=nc),
+        Knob("kc", int_choices(kc, [1 << i for i in range(4, 12)] + [k], lambda v: v <= k), default=kc),
+        Knob("order", ("mn", "nm")),  # which of the two block loops is outer
+        # the parallel loop: the batch loop, or the fused (mo, no) / the outer block loop
+        Knob("parallel", ("batch", "none") if batch else ("fused", "outer", "none")),
+        Knob("pack_a", (True, False)),
+        Knob("pack_b", (True, False)),
+        Knob("b_panels", (True, False)),  # packed B as contiguous KC x NR strips
+        Knob("unroll", (True, False)),  # the MR rows of the register tile unrolled
+    ), constraint)
+
+
+@form_schedule(MATMUL, space=matmul_space)
+@with_fused_epilogue
+def schedule_matmul(s: Schedule, target: Target, config: dict | None = None) -> bool:
+    """The blocked GEMM schedule above; False (kernel untouched) when it does not apply.
+    ``config``: a point of :func:`matmul_space` (None: its default)."""
+    kernel = s.kernel
+    shape = _matmul_shape(s, target)
+    if shape is None:
+        return False
+    batch, m, n, k = shape
+    if config is None:
+        config = matmul_space(s, target).default()
+    if m <= SKINNY_ROWS:
+        return _schedule_skinny(s, batch, n, config)
+    mr, nr = config["mr"], config["nr"]
+    problem = _tile_problem(mr, nr, target)
+    if problem is not None:
+        raise s.fail(s.loop("m"), problem)
     m0, n0 = m - m % mr, n - n % nr
     with s.atomic():
         # 1. the zero-fill gets its own nest; the accumulation nest becomes perfect
@@ -215,26 +311,38 @@ def schedule_matmul(s: Schedule, target: Target) -> bool:
                     s.distribute(name, [name] + [name + "_" + loop_name(g).rsplit("_", 1)[1] for g in groups[1:]])
             tails = [_nest_of(s, t) for t in tails]
         # 3. cache blocks and the register tile on the main part
-        mc, nc, kc = _matmul_blocks(m0, n0, k, mr, nr, bool(batch))
+        mc, nc, kc = config["mc"], config["nc"], config["kc"]
         s.split("m_s1", mc, "mo", "mm")
         s.split("mm", mr, "mi", "mr")
         s.split("n_s1", nc, "no", "nn")
         s.split("nn", nr, "ni", "nr")
         s.split("k", kc, "ko", "ki")
-        s.reorder(*acc_batch, "mo", "no", "ko", "mi", "ni", "ki", "mr", "nr")
+        blocks = ["mo", "no"] if config["order"] == "mn" else ["no", "mo"]
+        s.reorder(*acc_batch, *blocks, "ko", "mi", "ni", "ki", "mr", "nr")
         # 4. one parallel loop over independent C blocks (each thread packs its own panel);
         # fusing more than two loops would nest div/mod indices the analysis cannot read
-        par = s.loop(acc_batch[0]) if acc_batch else _fuse_all(s, ["mo", "no"])
-        if par.trip_count >= 2:
+        if config["parallel"] == "batch":
+            par = s.loop(acc_batch[0])
+        elif config["parallel"] == "fused":
+            par = _fuse_all(s, blocks)
+        elif config["parallel"] == "outer":
+            par = s.loop(blocks[0])
+        else:
+            par = None
+        if par is not None and par.trip_count >= 2:
             s.parallel(par)
         # 5. packing, register accumulators, FMA, unroll/vectorize the tile
-        s.cache_read("b", "ko", "b_pack")
-        s.cache_read("a", "mi", "a_pack")  # rows K floats apart would alias in L1 (4 KiB)
+        if config["pack_b"]:
+            s.cache_read("b", "ko", "b_pack")
+        if config["pack_a"]:
+            s.cache_read("a", "mi", "a_pack")  # rows K floats apart would alias in L1 (4 KiB)
         s.cache_write("out", "ni", "acc")
-        s.unroll("mr")
+        if config["unroll"]:
+            s.unroll("mr")
         s.vectorize("nr")
         _vectorize_copies(s, ("b_pack_d", "a_pack_d", "acc_d", "acc_out_d"))
-        _column_panels(s, "b_pack", nr)
+        if config["b_panels"]:
+            _column_panels(s, "b_pack", nr)
         for tail in tails:
             _schedule_matmul_tail(s, tail, mr, nr)
     _allow_contract(kernel, only_in_k_loops=True)
@@ -309,7 +417,7 @@ def _column_panels(s: Schedule, name: str, width: int) -> None:
     alloca.erase()
 
 
-def _schedule_skinny(s: Schedule, batch: list[str], n: int) -> bool:
+def _schedule_skinny(s: Schedule, batch: list[str], n: int, config: dict) -> bool:
     """A few rows of C (dense layers at batch 1): memory-bound, B is read once.
 
     No packing (it would only add traffic) and no register tile: each parallel block of
@@ -319,8 +427,9 @@ def _schedule_skinny(s: Schedule, batch: list[str], n: int) -> bool:
     once (one row at a time left the memory system idle: 4-10 GB/s on AlexNet's FC layers),
     and each C element is loaded and stored once per pass; its sum keeps the k order.
     Few large blocks: a block's piece of a B row is contiguous (2 KiB pieces 16 KiB apart
-    halved the bandwidth: the hardware prefetcher restarts at each)."""
-    nc = _skinny_block(n)
+    halved the bandwidth: the hardware prefetcher restarts at each). ``config``: the
+    skinny knobs of :func:`matmul_space`."""
+    nc = config["skinny_block"]
     with s.atomic():
         for name in ["n", "m"] + batch[::-1]:
             s.distribute(name)
@@ -335,14 +444,14 @@ def _schedule_skinny(s: Schedule, batch: list[str], n: int) -> bool:
             s.reorder(*acc_batch, "m_s1", "k", "n_s1")
             par = s.loop(acc_batch[0]) if acc_batch else None
             inner = "n_s1"
-        rows = _skinny_rows_per_pass(s.loop("k").trip_count)
+        rows = config["skinny_rows"]
         if rows > 1:
             # B rows k..k+rows-1 in one pass over the C chunk: rows streams in flight and
             # one C load/store per `rows` FMAs (each C element still sums k in order)
             s.split("k", rows, "ko", "ki")
             s.reorder("ko", inner, "ki")
             s.unroll("ki", expand=True)
-        if par is not None and par.trip_count >= 2:
+        if config["parallel"] and par is not None and par.trip_count >= 2:
             s.parallel(par)
         if _vectorizable(s, inner):
             s.vectorize(inner)

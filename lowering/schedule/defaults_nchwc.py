@@ -49,6 +49,7 @@ from dlc.lowering.schedule.defaults_dense import (
     f32_output,
 )
 from dlc.lowering.schedule.defaults_forms import form_schedule
+from dlc.lowering.schedule.space import Knob, Space, int_choices
 from dlc.lowering.kernels.forms import CONV2D_NCHWC, POOL2D_NCHWC
 from dlc.target import Target
 
@@ -91,18 +92,63 @@ def register_tile_blocks(oh: int, ow: int, blocks: int) -> tuple[int, int, int]:
     return rows, cols, 1
 
 
-@form_schedule(CONV2D_NCHWC)
-def schedule_conv2d_nchwc(s: Schedule, target: Target) -> bool:
-    """The register-tiled schedule above; False (kernel untouched) when it does not apply."""
-    kernel = s.kernel
-    if not f32_output(kernel):
-        return False
+def _nchwc_shape(s: Schedule):
+    if not f32_output(s.kernel):
+        return None
     names = _names(s)
     if names[:5] != ["n", "ocb", "oh", "ow", "oc"] or not {"icb", "kh", "kw", "ic"} <= set(names):
-        return False
-    oh, ow = s.loop("oh").trip_count, s.loop("ow").trip_count
-    n, blocks = s.loop("n").trip_count, s.loop("ocb").trip_count
+        return None
+    return tuple(s.loop(x).trip_count for x in ("n", "ocb", "oh", "ow", "oc"))
+
+
+def conv2d_nchwc_space(s: Schedule, target: Target) -> Space | None:
+    """The knobs of :func:`schedule_conv2d_nchwc`: the register tile (rows x cols outputs x
+    ocbs channel blocks), whether oh joins the parallel loop (batch 1, one-row tiles), the
+    unrolled tile; default: :func:`register_tile_blocks` and the rule below. Tiles with
+    more accumulator vectors than the target's registers (less two) are refused, unless
+    they are no larger than the default's (which plans for 32 zmm on every x86)."""
+    shape = _nchwc_shape(s)
+    if shape is None:
+        return None
+    n, blocks, oh, ow, ocw = shape
     rows, cols, ocbs = register_tile_blocks(oh, ow, blocks)
+    rows_parallel = n == 1 and rows == 1 and blocks // ocbs < PARALLEL_CHUNKS
+    per_output = -(-ocw // max(1, target.vector_bits // 32))
+    default_need = rows * cols * ocbs * per_output
+
+    def constraint(c: dict) -> str | None:
+        need = c["rows"] * c["cols"] * c["ocbs"] * per_output
+        if need > max(target.vector_registers - 2, default_need):
+            return (f"register tile {c['rows']} x {c['cols']} x {c['ocbs']} blocks needs {need} vector "
+                    f"accumulators; '{target}' has {target.vector_registers} vector registers")
+        if c["rows"] > 1 and c["cols"] != ow:
+            return f"a tile of {c['rows']} rows takes whole rows (cols = {ow})"
+        if c["ocbs"] > 1 and (c["rows"] != 1 or c["cols"] != ow or blocks % c["ocbs"]):
+            return f"ocbs = {c['ocbs']} blocks per tile needs one whole row (rows = 1, cols = {ow}) and divides {blocks}"
+        if c["rows_parallel"] and not (n == 1 and c["rows"] == 1):
+            return "rows_parallel needs batch 1 and one-row tiles"
+        return None
+
+    return Space(CONV2D_NCHWC, (
+        Knob("rows", int_choices(rows, range(1, 9), lambda v: v <= oh), default=rows),
+        Knob("cols", int_choices(cols, range(1, 2 * MAX_TILE + 1), lambda v: v <= ow), default=cols),
+        Knob("ocbs", int_choices(ocbs, (1, 2, 3, 4), lambda v: blocks % v == 0), default=ocbs),
+        Knob("rows_parallel", (True, False), default=rows_parallel),
+    ), constraint)
+
+
+@form_schedule(CONV2D_NCHWC, space=conv2d_nchwc_space)
+def schedule_conv2d_nchwc(s: Schedule, target: Target, config: dict | None = None) -> bool:
+    """The register-tiled schedule above; False (kernel untouched) when it does not apply.
+    ``config``: a point of :func:`conv2d_nchwc_space` (None: its default)."""
+    kernel = s.kernel
+    shape = _nchwc_shape(s)
+    if shape is None:
+        return False
+    if config is None:
+        config = conv2d_nchwc_space(s, target).default()
+    n, blocks, oh, ow, _ = shape
+    rows, cols, ocbs = config["rows"], config["cols"], config["ocbs"]
     with s.atomic():
         for name in ("oc", "ow", "oh", "ocb", "n"):
             s.distribute(name)
@@ -120,7 +166,7 @@ def schedule_conv2d_nchwc(s: Schedule, target: Target) -> bool:
             s.split("ocb_s1", ocbs, "ocbo", "ocbi")
             s.reorder("oh_s1", "ocbi")
             outer = ["n_s1", "ocbo"]
-        if n == 1 and rows == 1 and blocks // ocbs < PARALLEL_CHUNKS:
+        if config["rows_parallel"]:
             # few channel blocks: rows too, so no thread idles (batch 1 only: a third
             # fused loop's nested div/rem indices defeat the dependence analysis)
             s.unroll("n_s1", expand=True)  # one iteration: gone, so the fused loop is outermost
@@ -236,22 +282,34 @@ def _whole_vector(s: Schedule, name: str) -> None:
     s.loop(name).attributes["dlc.whole_vector"] = UnitAttr()
 
 
-@form_schedule(POOL2D_NCHWC)
-def schedule_pool_nchwc(s: Schedule, target: Target) -> bool:
+def pool_nchwc_space(s: Schedule, target: Target) -> Space | None:
+    """The knobs of :func:`schedule_pool_nchwc`: fusing (cb, oh) into one loop (more,
+    smaller parallel chunks) and the whole-vector channel loops."""
+    if _names(s)[:4] != ["n", "cb", "oh", "ow"]:
+        return None
+    return Space(POOL2D_NCHWC, (Knob("fuse_cb_oh", (True, False)), Knob("whole_vector", (True, False))))
+
+
+@form_schedule(POOL2D_NCHWC, space=pool_nchwc_space)
+def schedule_pool_nchwc(s: Schedule, target: Target, config: dict | None = None) -> bool:
     """Blocked pools (lowering/kernels/nchwc_ops.py): the generic choice of parallel
     loop (after fusing cb, oh: more, smaller chunks; fusing n too would hide the
     affine indices from the analyses) and vectorized ``c`` loops, each
     kept one whole vector: unrolled first, LLVM would vectorize the ``ow`` loop instead,
-    with gathers (measured: 4-6x slower)."""
+    with gathers (measured: 4-6x slower). ``config``: a point of :func:`pool_nchwc_space`."""
     from dlc.lowering.schedule.defaults_elementwise import MIN_PARALLEL_ITERATIONS, schedule_nest
 
     if _names(s)[:4] != ["n", "cb", "oh", "ow"]:
         return False
-    with s.atomic():
-        _fuse_all(s, ["cb", "oh"])
+    if config is None:
+        config = pool_nchwc_space(s, target).default()
+    if config["fuse_cb_oh"]:
+        with s.atomic():
+            _fuse_all(s, ["cb", "oh"])
     schedule_nest(s.loop("n"), MIN_PARALLEL_ITERATIONS)
     for loop in s.loops():
-        if loop_name(loop).startswith("c") and loop.loop_kind == "vectorized" and _power_of_two(loop.trip_count):
+        if (config["whole_vector"] and loop_name(loop).startswith("c") and loop.loop_kind == "vectorized"
+                and _power_of_two(loop.trip_count)):
             loop.attributes["dlc.whole_vector"] = UnitAttr()
     return True
 
