@@ -527,8 +527,9 @@ def stack_allocate_intermediates(kernel: func.FuncOp) -> None:
         alloc.erase()
 
 
-def apply_default_schedule(kernel: func.FuncOp) -> str:
-    """Schedule ``kernel`` unless it already has bindings; returns the schedule's name."""
+def apply_default_schedule(kernel: func.FuncOp, mma: str | None = None) -> str:
+    """Schedule ``kernel`` unless it already has bindings; returns the schedule's name.
+    ``mma``: the tensor-core input type its matmul may use (mma_schedule.mma_precisions)."""
     stack_allocate_intermediates(kernel)
     if is_scheduled(kernel):
         keep_accumulations_in_registers(kernel)
@@ -536,6 +537,11 @@ def apply_default_schedule(kernel: func.FuncOp) -> str:
     privatize_scratch(kernel)
     from dlc.backends.cuda.matmul_schedule import schedule_matmul
 
+    if mma is not None:
+        from dlc.backends.cuda.mma_schedule import schedule_mma
+
+        if schedule_mma(kernel, mma):
+            return "mma"
     if schedule_matmul(kernel):
         return "matmul"
     if schedule_row_reduction(kernel):
