@@ -279,7 +279,11 @@ def emulate(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str = "main")
     for arg in block.args:
         t = arg.type
         if arg.index < num_inputs:
-            env[arg] = np.array(inputs[arg.index], dtype=numpy_dtype(t.element_type))
+            given = np.asarray(inputs[arg.index])
+            want = numpy_dtype(t.element_type)
+            if given.dtype.type.__module__ == "ml_dtypes" and given.dtype.itemsize == np.dtype(want).itemsize:
+                given = given.view(want)  # bf16 & co. live in memory as their bits (i16...)
+            env[arg] = np.array(given, dtype=want)
         else:
             env[arg] = np.zeros(t.get_shape(), numpy_dtype(t.element_type))
             outputs.append(env[arg])
