@@ -98,16 +98,18 @@ def match_matmul(kernel: func.FuncOp, allow_epilogue: bool = False) -> MatmulMat
 
 
 def _plain_epilogue(ops: list[Operation], store: memref.StoreOp, ivs: list[SSAValue]) -> bool:
-    """Loads/stores at the nest's own indices (a trailing subset for broadcast operands)
-    and scalar arith/math ops only, ending with ``store``."""
+    """Loads/stores indexed by the nest's ivs and constants, and scalar arith/math ops
+    only, ending with ``store``."""
+    from xdsl.dialects import arith
+
     from dlc.backends.cuda.loop_utils import is_pure_scalar
 
     if not ops or ops[-1] is not store:
         return False
     for op in ops:
         if isinstance(op, (memref.LoadOp, memref.StoreOp)):
-            idx = list(op.indices)
-            if idx != ivs[len(ivs) - len(idx):]:
+            # each index: one of the nest's ivs or a constant (a broadcast operand, bias[oc, 0, 0])
+            if not all(i in ivs or isinstance(i.owner, arith.ConstantOp) for i in op.indices):
                 return False
             if isinstance(op, memref.StoreOp) and op is not store:
                 return False

@@ -62,6 +62,25 @@ def epilogue_case(name: str, m: int, n: int, k: int) -> Case:
     return Case(name, text, [((m, k), "f32"), ((k, n), "f32"), ((n,), "f32"), ((m, n), "f32")], "mma", True)
 
 
+def conv_case(name: str, x: tuple[int, int, int, int], oc: int, kernel: int, stride: int, pad: int,
+              elt: str, allow_tf32: bool = False, epilogue: bool = False) -> Case:
+    """conv2d NCHW (an implicit GEMM on tensor cores); ``epilogue``: + bias, relu, + residual."""
+    n, c, h, w = x
+    oh, ow = (h + 2 * pad - kernel) // stride + 1, (w + 2 * pad - kernel) // stride + 1
+    tx, tw, to, tb = _t(x, elt), _t((oc, c, kernel, kernel), elt), _t((n, oc, oh, ow), elt), _t((oc, 1, 1), elt)
+    attrs = f"{{padding = array<i64: {pad}, {pad}, {pad}, {pad}>, strides = array<i64: {stride}, {stride}>}}"
+    args = f"%x: {tx}, %w: {tw}" + (f", %b: {tb}, %res: {to}" if epilogue else "")
+    body = f"  %r0 = graph.conv2d %x, %w {attrs} : ({tx}, {tw}) -> {to}\n"
+    if epilogue:
+        body += (f"  %r1 = graph.add %r0, %b : ({to}, {tb}) -> {to}\n  %r2 = graph.relu %r1 : ({to}) -> {to}\n"
+                 f"  %r = graph.add %r2, %res : ({to}, {to}) -> {to}\n")
+    else:
+        body = body.replace("%r0 =", "%r =")
+    text = f"func.func @{name}({args}) -> {to} {{\n{body}  func.return %r : {to}\n}}\n"
+    shapes = [(x, elt), ((oc, c, kernel, kernel), elt)] + ([((oc, 1, 1), elt), ((n, oc, oh, ow), elt)] if epilogue else [])
+    return Case(name, text, shapes, "mma", allow_tf32)
+
+
 def reduction_case(name: str, op: str, rows: int, cols: int) -> Case:
     t, tv = _t((rows, cols), "f32"), _t((cols,), "f32")
     if op == "softmax":
@@ -87,6 +106,8 @@ def emulator_cases() -> list[Case]:
         matmul_case("mm_bf16_31x13x23", 31, 13, 23, "bf16"),
         matmul_case("mm_tf32_7x11x37", 7, 11, 37, "f32", allow_tf32=True),
         epilogue_case("dense_bias_relu_residual_tf32", 9, 5, 13),
+        conv_case("conv_f16_1x2x7x9_oc5_k3s2p1", (1, 2, 7, 9), 5, 3, 2, 1, "f16"),
+        conv_case("conv_tf32_bias_relu_residual", (1, 1, 5, 7), 3, 3, 1, 1, "f32", allow_tf32=True, epilogue=True),
         reduction_case("softmax_3x37", "softmax", 3, 37),
         reduction_case("softmax_2x300", "softmax", 2, 300),
         reduction_case("layer_norm_3x77", "layer_norm", 3, 77),
@@ -103,6 +124,8 @@ def device_cases() -> list[Case]:
         matmul_case("mm_tf32_1000x1000x999", 1000, 1000, 999, "f32", allow_tf32=True),
         matmul_case("mm_f16_batch_3x127x65x129", 127, 65, 129, "f16", batch=3),
         epilogue_case("dense_epilogue_tf32_511x257x129", 511, 257, 129),
+        conv_case("conv_f16_resnet_2x64x56x56_k3", (2, 64, 56, 56), 64, 3, 1, 1, "f16"),
+        conv_case("conv_tf32_epilogue_1x32x29x31_s2", (1, 32, 29, 31), 48, 3, 2, 1, "f32", allow_tf32=True, epilogue=True),
         reduction_case("softmax_129x4001", "softmax", 129, 4001),
         reduction_case("layer_norm_64x768", "layer_norm", 64, 768),
     ]

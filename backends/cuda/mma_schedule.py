@@ -27,11 +27,12 @@ store. Needs sm_80+ (``cp.async``, bf16/tf32 ``mma``); the CUDA target is sm_90.
 from __future__ import annotations
 
 import math as pymath
+from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith, func, gpu, memref
 from xdsl.dialects.builtin import Float16Type, Float32Type, IntegerType, MemRefType, ModuleOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.backends.c_expr import stored_args, strides_of
 from dlc.backends.cuda.loop_utils import Inserter, body_inserter, guard, loop
@@ -124,13 +125,13 @@ def mma_precisions(module: ModuleOp) -> dict[str, str]:
                 kernel = kernels.get(name)
                 if kernel is None:
                     continue
-                m = match_matmul(kernel, allow_epilogue=True)
-                if m is not None:
+                view = gemm_view(kernel)
+                if view is not None:
                     args = list(op.arguments)
                     kinds = []
-                    for load in (m.a, m.b):
-                        ref = load.memref
-                        is_arg = ref in kernel.body.block.args
+                    for value in (view.a, view.b):
+                        ref = _operand_buffer(value)
+                        is_arg = ref is not None and ref in kernel.body.block.args
                         kinds.append(exact.get(args[ref.index]) if is_arg else None)  # type: ignore[union-attr]
                     chosen.setdefault(name, set()).add(combine_precision(*kinds, allow_tf32))
                 for index, kind in outputs[name].items():
@@ -174,31 +175,186 @@ def _flat_offset(ins: Inserter, ref: SSAValue, indices: list[SSAValue]) -> SSAVa
     return total if total is not None else ins.index(0)
 
 
-def schedule_mma(kernel: func.FuncOp, ab_type: str) -> bool:
+@dataclass
+class GemmView:
+    """A reduction nest seen as C[rows, cols] (+)= A[rows, red] * B[red, cols]: matmul
+    (rows = [i], cols = [j], red = [k]) or an implicit-GEMM convolution (rows = n, oh, ow;
+    cols = oc; red = ic, kh, kw). ``a``/``b`` are the multiplied values in the innermost
+    reduction body; ``a_load``/``b_load`` are set when they are plain loads that
+    ``cp.async`` can copy (matmul); otherwise their computation (the conv's padded,
+    clamped gather) is cloned per staged element."""
+
+    batch: list[ForOp]
+    rows: list[ForOp]
+    cols: list[ForOp]
+    red: list[ForOp]
+    a: SSAValue
+    b: SSAValue
+    a_load: memref.LoadOp | None
+    b_load: memref.LoadOp | None
+    init: SSAValue
+    out: SSAValue
+    epilogue: list[Operation]
+    top: ForOp
+
+
+def _matmul_view(m: MatmulMatch) -> GemmView:
+    top = m.batch[0] if m.batch else m.i
+    return GemmView(m.batch, [m.i], [m.j], [m.k], m.a.res, m.b.res, m.a, m.b, m.init,
+                    m.acc.store.memref, m.epilogue, top)
+
+
+def _uses_ivs(value: SSAValue) -> set[SSAValue]:
+    """The induction variables ``value`` depends on."""
+    seen: set[SSAValue] = set()
+    stack = [value]
+    out: set[SSAValue] = set()
+    while stack:
+        v = stack.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        if isinstance(v.owner, Block):
+            if isinstance(v.owner.parent_op(), ForOp):  # an induction variable, not a kernel argument
+                out.add(v)
+        elif isinstance(v.owner, Operation):
+            stack.extend(v.owner.operands)
+    return out
+
+
+def match_conv(kernel: func.FuncOp) -> GemmView | None:
+    """``out[P] = init; for red..: out[P] += f(x; P, red) * g(w; P, red)`` with the parallel
+    ivs P split into those only ``f`` uses (rows) and those ``g`` uses (cols)."""
+    from dlc.backends.cuda.gpu_schedule import find_accumulation, is_parallel, kernel_loops
+    from dlc.backends.cuda.loop_utils import body_ops, perfect_nest
+
+    tops = kernel_loops(kernel)
+    if len(tops) != 1 or not is_parallel(tops[0]):
+        return None
+    nest = perfect_nest(tops[0], parallel_only=True)
+    ops = body_ops(nest[-1])
+    loops = [op for op in ops if isinstance(op, ForOp)]
+    stores = [op for op in ops if isinstance(op, memref.StoreOp)]
+    if len(loops) != 1 or ops.index(loops[0]) != 1 or not stores or stores[0] is not ops[0]:
+        return None
+    red = perfect_nest(loops[0], parallel_only=False)
+    acc = find_accumulation(loops[0])
+    ivs = [lp.induction_var for lp in nest]
+    if acc is None or acc.combine.name != "arith.addf" or list(acc.store.indices) != ivs:
+        return None
+    if list(stores[0].indices) != ivs or stores[0].memref is not acc.store.memref:
+        return None
+    epilogue = ops[2:]
+    if epilogue:
+        from dlc.backends.cuda.matmul_schedule import _plain_epilogue
+
+        if len(stores) != 2 or not _plain_epilogue(epilogue, stores[1], ivs) or stores[1].memref is not acc.store.memref:
+            return None
+    elif len(stores) != 1:
+        return None
+    if any(lp.lower != 0 or lp.stride != 1 for lp in nest):
+        return None
+    other = next(v for v in acc.combine.operands if v.owner is not acc.load)
+    mul = other.owner
+    if not isinstance(mul, arith.MulfOp):
+        return None
+    inner = red[-1].body.block
+    if any(isinstance(op, ForOp) for op in inner.ops):
+        return None
+    x, w = mul.lhs, mul.rhs
+    ux, uw = _uses_ivs(x), _uses_ivs(w)
+    red_ivs = {lp.induction_var for lp in red}
+    if not (ux | uw) <= set(ivs) | red_ivs:
+        return None
+    if ux & set(ivs) & uw:
+        return None  # a parallel iv on both sides is not a GEMM (grouped/depthwise conv)
+    if not uw & set(ivs):
+        x, w, ux, uw = w, x, uw, ux
+    cols = [lp for lp in nest if lp.induction_var in uw]
+    rows = [lp for lp in nest if lp.induction_var not in uw]
+    if not cols or not rows:
+        return None
+    return GemmView([], rows, cols, red, x, w, None, None, stores[0].value, acc.store.memref,
+                    epilogue, tops[0])
+
+
+def _operand_buffer(value: SSAValue) -> SSAValue | None:
+    """The buffer a multiplied value reads: ``load B[..]`` or ``select(c, load B[..], 0)``
+    (a padded conv input); None for anything computed."""
+    op = value.owner
+    if isinstance(op, arith.SelectOp):
+        zero = op.rhs.owner
+        if not (isinstance(zero, arith.ConstantOp) and getattr(zero.value, "value", None) is not None
+                and zero.value.value.data == 0.0):
+            return None
+        op = op.lhs.owner
+    return op.memref if isinstance(op, memref.LoadOp) else None
+
+
+def gemm_view(kernel: func.FuncOp) -> GemmView | None:
+    """The kernel as a GEMM (matmul, or an implicit-GEMM conv), or None."""
     m = match_matmul(kernel, allow_epilogue=True)
-    if m is None or not isinstance(m.acc.store.value.type, Float32Type):
+    if m is not None and all(isinstance(ld.memref.type, MemRefType)
+                             and isinstance(ld.memref.type.element_type, Float32Type) for ld in (m.a, m.b)):
+        return _matmul_view(m)
+    return match_conv(kernel)
+
+
+def schedule_mma(kernel: func.FuncOp, ab_type: str) -> bool:
+    view = gemm_view(kernel)
+    if view is None:
         return False
-    init = m.init
-    if not isinstance(init.owner, arith.ConstantOp):
+    if not isinstance(view.out.type.element_type, Float32Type) or not isinstance(view.init.owner, arith.ConstantOp):
         return False
-    if any(not isinstance(ld.memref.type, MemRefType) or not isinstance(ld.memref.type.element_type, Float32Type)
-           for ld in (m.a, m.b)):
+    if not all(isinstance(v.type, Float32Type) for v in (view.a, view.b)):
         return False
-    _build(kernel, m, ab_type)
+    _build(kernel, view, ab_type)
     return True
 
 
-def _build(kernel: func.FuncOp, m: MatmulMatch, ab_type: str) -> None:  # noqa: C901 - one kernel
-    from dlc.backends.cuda.matmul_schedule import _delinearize_batch
+def _slice(value: SSAValue, block: Block) -> list[Operation]:
+    """The ops of ``block`` computing ``value``, in block order."""
+    needed: set[Operation] = set()
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        op = v.owner
+        if isinstance(op, Operation) and op.parent_block() is block and op not in needed:
+            needed.add(op)
+            stack.extend(op.operands)
+    return [op for op in block.ops if op in needed]
 
-    M, N, K = m.i.trip_count, m.j.trip_count, m.k.trip_count
-    f32 = m.acc.store.value.type
+
+def _gathered(at: Inserter, value: SSAValue, block: Block, table: dict, ok: SSAValue, zero: SSAValue) -> SSAValue:
+    """``ok ? value(ivs := table) : 0``, the value's ops cloned inside an ``scf.if``."""
+    from xdsl.dialects import scf
+
+    then_block, else_block = Block(), Block()
+    mapping = dict(table)
+    for op in _slice(value, block):
+        new = op.clone(value_mapper=mapping)
+        then_block.add_op(new)
+        for old, res in zip(op.results, new.results):
+            mapping[old] = res
+    then_block.add_op(scf.YieldOp(mapping.get(value, value)))
+    else_block.add_op(scf.YieldOp(zero))
+    return at.val(scf.IfOp(ok, [zero.type], [then_block], [else_block]))
+
+
+def _build(kernel: func.FuncOp, v: GemmView, ab_type: str) -> None:  # noqa: C901 - one kernel
+    from dlc.backends.cuda.loop_utils import delinearize, float_const
+
+    M = pymath.prod(lp.trip_count for lp in v.rows)
+    N = pymath.prod(lp.trip_count for lp in v.cols)
+    K = pymath.prod(lp.trip_count for lp in v.red)
+    f32 = v.out.type.element_type
     mk = MMA_K[ab_type]
     mt_count, nt_count = WARP_M // MMA_M, WARP_N // MMA_N
     n_a, n_b = {16: (8, 4), 8: (4, 2)}[mk]
-    batch = pymath.prod(lp.trip_count for lp in m.batch)
+    batch = pymath.prod(lp.trip_count for lp in v.batch)
     kt_count = -(-K // TILE_K)
     threads = WARPS_M * WARPS_N * WARP
+    inner = v.red[-1].body.block
 
     bz = loop(batch, "bz", "parallel", "blockIdx.z")
     by = loop(-(-M // TILE_M), "by", "parallel", "blockIdx.y")
@@ -212,7 +368,7 @@ def _build(kernel: func.FuncOp, m: MatmulMatch, ab_type: str) -> None:  # noqa: 
     outer.add(tx)
     ins = body_inserter(tx)
     t = tx.induction_var
-    batch_ivs = _delinearize_batch(ins, bz.induction_var, m.batch)
+    batch_ivs = delinearize(ins, bz.induction_var, v.batch) if v.batch else []
     row0 = ins.mul_i(by.induction_var, TILE_M)
     col0 = ins.mul_i(bx.induction_var, TILE_N)
     warp = ins.div_i(t, WARP)
@@ -222,7 +378,8 @@ def _build(kernel: func.FuncOp, m: MatmulMatch, ab_type: str) -> None:  # noqa: 
     warp_col = ins.add_i(col0, ins.mul_i(ins.rem_i(warp, WARPS_N), WARP_N))
     local_row = ins.mul_i(ins.div_i(warp, WARPS_N), WARP_M)  # inside the block tile
     local_col = ins.mul_i(ins.rem_i(warp, WARPS_N), WARP_N)
-    init_value = ins.val(m.init.owner.clone())
+    init_value = ins.val(v.init.owner.clone())
+    zero = float_const(ins, 0.0, f32)
     accs = [[ins.alloca(f32, [4], shared=False, name=f"acc{i}{j}") for j in range(nt_count)] for i in range(mt_count)]
     for row in accs:
         for acc in row:
@@ -230,16 +387,24 @@ def _build(kernel: func.FuncOp, m: MatmulMatch, ab_type: str) -> None:  # noqa: 
                 ins.store(init_value, acc, [ins.index(e)])
     a_frags = [ins.alloca(f32, [n_a], shared=False, name=f"a_frag{i}") for i in range(mt_count)]
     b_frags = [ins.alloca(f32, [n_b], shared=False, name=f"b_frag{j}") for j in range(nt_count)]
-    remap_ivs = {lp.induction_var: v for lp, v in zip(m.batch, batch_ivs)}
+    batch_table = {lp.induction_var: val for lp, val in zip(v.batch, batch_ivs)}
 
-    def source_offset(at: Inserter, load: memref.LoadOp, gi: SSAValue, gk: SSAValue, is_a: bool) -> SSAValue:
-        table = dict(remap_ivs)
-        table[m.k.induction_var] = gk
-        table[m.i.induction_var if is_a else m.j.induction_var] = gi
-        return _flat_offset(at, load.memref, [table[v] for v in load.indices])
+    def table_for(at: Inserter, outer_loops: list[ForOp], flat: SSAValue, gk: SSAValue) -> dict:
+        table = dict(batch_table)
+        table |= dict(zip([lp.induction_var for lp in outer_loops], delinearize(at, flat, outer_loops)))
+        table |= dict(zip([lp.induction_var for lp in v.red], delinearize(at, gk, v.red)))
+        return table
+
+    def stage_one(at: Inserter, dst_buf, dst, value: SSAValue, load, outer_loops, flat, gk, ok) -> None:
+        table = table_for(at, outer_loops, flat, gk)
+        if load is not None:  # a plain load: an asynchronous copy, zero-filled when not ok
+            src = _flat_offset(at, load.memref, [table[i] for i in load.indices])
+            at.add(cuda.CpAsyncOp(dst_buf, dst, load.memref, src, ok))
+        else:
+            at.store(_gathered(at, value, inner, table, ok, zero), dst_buf, [dst])
 
     def issue(at: Inserter, kt: SSAValue, stage: SSAValue) -> None:
-        """cp.async of K-slice ``kt`` of A and B into stage ``stage`` (zero fill outside)."""
+        """Stage K-slice ``kt`` of A and B into ``stage`` (zero outside the matrices)."""
         k0 = at.mul_i(kt, TILE_K)
         for part in range(TILE_M * TILE_K // threads):
             e = at.add_i(t, part * threads)
@@ -247,14 +412,14 @@ def _build(kernel: func.FuncOp, m: MatmulMatch, ab_type: str) -> None:  # noqa: 
             gm, gk = at.add_i(row0, r), at.add_i(k0, c)
             ok = at.both(at.less(gm, M), at.less(gk, K))
             dst = at.add_i(at.mul_i(stage, TILE_M * TILE_K), e)
-            at.add(cuda.CpAsyncOp(a_s, dst, m.a.memref, source_offset(at, m.a, gm, gk, True), ok))
+            stage_one(at, a_s, dst, v.a, v.a_load, v.rows, gm, gk, ok)
         for part in range(TILE_K * TILE_N // threads):
             e = at.add_i(t, part * threads)
             r, c = at.div_i(e, TILE_N), at.rem_i(e, TILE_N)  # B tile row-major [k][n]
             gk, gn = at.add_i(k0, r), at.add_i(col0, c)
             ok = at.both(at.less(gk, K), at.less(gn, N))
             dst = at.add_i(at.mul_i(stage, TILE_K * TILE_N), e)
-            at.add(cuda.CpAsyncOp(b_s, dst, m.b.memref, source_offset(at, m.b, gn, gk, False), ok))
+            stage_one(at, b_s, dst, v.b, v.b_load, v.cols, gn, gk, ok)
         at.add(cuda.CpAsyncCommitOp())
 
     issue(ins, ins.index(0), ins.index(0))
@@ -295,41 +460,54 @@ def _build(kernel: func.FuncOp, m: MatmulMatch, ab_type: str) -> None:  # noqa: 
     kin.add(gpu.BarrierOp())  # the next iteration's cp.async overwrites this stage
 
     c_terms = [_affine_coords(c_coords, None, e) for e in range(4)]
-    out = m.acc.store.memref
     for i in range(mt_count):
         for j in range(nt_count):
             for e, (rt, ct) in enumerate(c_terms):
                 gm = _coord(ins, ins.add_i(warp_row, i * MMA_M), rt, group, tig)
                 gn = _coord(ins, ins.add_i(warp_col, j * MMA_N), ct, group, tig)
                 g = guard(ins, ins.both(ins.less(gm, M), ins.less(gn, N)))
-                value = g.load(accs[i][j], [g.index(e)])
-                _epilogue(g, m, value, batch_ivs, gm, gn, out)
+                table = dict(batch_table)
+                table |= dict(zip([lp.induction_var for lp in v.rows], delinearize(g, gm, v.rows)))
+                table |= dict(zip([lp.induction_var for lp in v.cols], delinearize(g, gn, v.cols)))
+                _epilogue(g, v, g.load(accs[i][j], [g.index(e)]), table)
 
-    top = [op for op in kernel.body.block.ops if isinstance(op, ForOp)][0]
-    Inserter(kernel.body.block, top).add(bz)
-    top.detach()
-    top.erase()
+    Inserter(kernel.body.block, v.top).add(bz)
+    v.top.detach()
+    v.top.erase()
 
 
-def _epilogue(g: Inserter, m: MatmulMatch, value: SSAValue, batch_ivs: list[SSAValue],
-              gm: SSAValue, gn: SSAValue, out: SSAValue) -> None:
-    """Store ``value`` (one accumulator) at C[.., gm, gn] through the kernel's fused chain."""
-    ivs = [*batch_ivs, gm, gn]
-    old_ivs = [lp.induction_var for lp in [*m.batch, m.i, m.j]]
-    table: dict[SSAValue, SSAValue] = dict(zip(old_ivs, ivs))
-    if not m.epilogue:
-        g.store(value, out, ivs)
+def _epilogue(g: Inserter, v: GemmView, value: SSAValue, table: dict[SSAValue, SSAValue]) -> None:
+    """Store ``value`` (one accumulator) at C[ivs := table] through the kernel's fused chain."""
+    out_ivs = [table[lp.induction_var] for lp in v.batch + _in_nest_order(v)]
+    if not v.epilogue:
+        g.store(value, v.out, out_ivs)
         return
-    for op in m.epilogue:
-        if isinstance(op, memref.LoadOp) and op.memref is out:
+    table = dict(table)
+    for op in v.epilogue:
+        if isinstance(op, memref.LoadOp) and op.memref is v.out:
             table[op.res] = value
         elif isinstance(op, memref.LoadOp):
-            table[op.res] = g.load(op.memref, [table[v] for v in op.indices])
+            table[op.res] = g.load(op.memref, [table.get(i, i) for i in op.indices])
         elif isinstance(op, memref.StoreOp):
-            g.store(table[op.value], out, ivs)
+            g.store(table[op.value], v.out, out_ivs)
         else:
-            new = op.clone(value_mapper={v: table.get(v, v) for v in op.operands})
+            new = op.clone(value_mapper={x: table.get(x, x) for x in op.operands})
             g.add(new)
             for old, res in zip(op.results, new.results):
                 table[old] = res
 
+
+def _in_nest_order(v: GemmView) -> list[ForOp]:
+    """The output's parallel loops (rows and cols) in their original nesting order."""
+    loops = v.rows + v.cols
+    depth = {lp: len([p for p in _parents(lp)]) for lp in loops}
+    return sorted(loops, key=depth.__getitem__)
+
+
+def _parents(op: Operation) -> list[Operation]:
+    out = []
+    parent = op.parent_op()
+    while parent is not None:
+        out.append(parent)
+        parent = parent.parent_op()
+    return out
