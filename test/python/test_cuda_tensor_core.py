@@ -152,3 +152,34 @@ def test_every_new_kernel_compiles_for_sm_90(tmp_path):
     proc = subprocess.run([NVCC, "-arch=sm_90", "-cubin", "-o", str(tmp_path / "tc.cubin"), str(cu)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_allow_tf32_is_for_the_cuda_target():
+    import dlc
+    from dlc.driver import CompileError
+
+    with pytest.raises(CompileError, match="allow_tf32=True is for the cuda target"):
+        dlc.compile(matmul_case("main", 3, 2, 5, "f32").text, target="llvm", allow_tf32=True)
+
+
+def test_f16_weights_count_as_f16_inputs():
+    """A weight whose values are all f16 (fold-constant widened it) is an exact f16 input."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from dlc.frontends.onnx import import_model
+
+    w = np.random.default_rng(0).uniform(-1, 1, (7, 3)).astype(np.float16)
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [5, 7])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [5, 3])],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    module = ensure_gpu_lowered(import_model(onnx.load_from_string(model.SerializeToString())))
+    assert "mma" in schedules(module)
+    x = np.random.default_rng(1).uniform(-1, 1, (5, 7)).astype(np.float16)
+    hosts = [op.sym_name.data for op in module.ops if "gpu.host" in op.attributes]
+    (got,) = emulate(module, [x], entry=hosts[0])
+    want = (x.astype(np.float32) @ w.astype(np.float32)).astype(np.float16)
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
