@@ -183,3 +183,31 @@ def test_f16_weights_count_as_f16_inputs():
     (got,) = emulate(module, [x], entry=hosts[0])
     want = (x.astype(np.float32) @ w.astype(np.float32)).astype(np.float16)
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3, atol=2e-3)
+
+
+CUDA_OPS = """func.func @k(%v: f32, %a: memref<8xf32>, %b: memref<4xf32>, %c: memref<4xf32>, %s: memref<16xf32>, %g: memref<3x5xf32>, %i: index, %p: i1) {
+  %r = cuda.shfl %v, 16 {mode = "xor"} : f32
+  %d = cuda.shfl %v, 1 {mode = "down"} : f32
+  cuda.mma_sync %a, %b, %c {ab_type = "f16"} : memref<8xf32>, memref<4xf32>, memref<4xf32>
+  cuda.cp_async %s[%i], %g[%i], %p : memref<16xf32>, memref<3x5xf32>
+  cuda.cp_async_commit
+  cuda.cp_async_wait 1
+  func.return
+}
+"""
+
+
+def test_cuda_dialect_round_trips_and_verifies():
+    from xdsl.printer import Printer
+    import io
+
+    module = Parser(make_context(), CUDA_OPS).parse_module()
+    module.verify()
+    text = str(module)
+    assert str(Parser(make_context(), text).parse_module()) == text
+    generic = io.StringIO()
+    Printer(stream=generic, print_generic_format=True).print_op(module)
+    assert str(Parser(make_context(), generic.getvalue()).parse_module()) == text
+    for bad, why in [('{mode = "xor"}', '{mode = "up"}'), ('%v, 16', '%v, 40'), ('ab_type = "f16"', 'ab_type = "tf32"')]:
+        with pytest.raises(Exception, match="cuda\\."):
+            Parser(make_context(), CUDA_OPS.replace(bad, why, 1)).parse_module().verify()
