@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, TensorType
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, TensorType, UnitAttr
 from xdsl.utils.exceptions import DiagnosticException
 
 import dlc.frontends.te  # noqa: F401  (graph.custom's "te" language and kernel)
@@ -585,7 +585,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
             num_threads: int | None = None, opt: int = 3, layout: str | None = None,
             profile: bool = False, progress: Progress | None = None,
             byoc: Sequence[str] | str | None = None, tuning_records=None,
-            jit: bool = True) -> CompiledModule:
+            jit: bool = True, allow_tf32: bool = False) -> CompiledModule:
     """Compile ``source`` (MLIR text, .mlir/.onnx/.tflite/.pt2 path, onnx.ModelProto, ModuleOp,
     torch ExportedProgram, or a torch nn.Module with ``example_args``) for the host CPU.
 
@@ -626,6 +626,10 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     ``jit=False``: build for ``export()`` only (what ``dlc compile -o m.so`` does): LLVM
     runs once, at the export, instead of once for the JIT and again for the library;
     calling the module is then a CompileError.
+
+    ``allow_tf32`` (``target="cuda"`` only): f32 matmul/dense may run on tf32 tensor cores
+    (10-bit mantissa inputs, f32 accumulation), as torch's ``allow_tf32``; f16/bf16
+    inputs use tensor cores without it (backends/cuda/mma_schedule.py).
     """
     byoc = check_byoc(byoc)
     if isinstance(target, str):
@@ -641,8 +645,10 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     if tuning_records is not None and (target.kind != "llvm" or target.bare_metal):
         raise CompileError(f"tuning_records is for hosted llvm targets, not '{target}'")
     tuning = _tuning(tuning_records, target) if tuning_records is not None else None
+    if allow_tf32 and target.kind != "cuda":
+        raise CompileError(f"allow_tf32=True is for the cuda target (tensor cores), not '{target}'")
     if target.kind == "cuda":
-        return _compile_cuda(source, entry, example_args)
+        return _compile_cuda(source, entry, example_args, allow_tf32)
     if target.kind == "c" or target.bare_metal:
         return _compile_c(source, target, entry, example_args, num_threads, profile)
     if target.kind != "llvm":
@@ -789,7 +795,7 @@ def _profiler(module: ModuleOp, jit):
     return Profiler(jit.address(BEGIN), jit.address(END), sites)
 
 
-def _compile_cuda(source, entry: str | None, example_args=None):
+def _compile_cuda(source, entry: str | None, example_args=None, allow_tf32: bool = False):
     """``target="cuda"``: the GPU pipeline of ``dlc.backends.cuda.build`` (the graph
     passes, lower-to-loops, lower-to-gpu, CUDA C, nvcc). Returns a ``CudaProgram``
     (``program(*arrays) -> outputs``, ``.cuda_source``, ``.timings``). Without nvcc,
@@ -798,6 +804,8 @@ def _compile_cuda(source, entry: str | None, example_args=None):
 
     start = time.perf_counter()
     module = load_module(source, example_args)
+    if allow_tf32:  # read by lower-to-gpu (mma_schedule.ALLOW_TF32_ATTR)
+        module.attributes["gpu.allow_tf32"] = UnitAttr()
     loaded = time.perf_counter() - start
     try:
         program = build(module, entry=entry)

@@ -68,6 +68,8 @@ def build_arg_parser() -> ArgumentParser:
                             help="offload what the BYOC target(s) accept (e.g. dnnl, c), in priority order")
         parser.add_argument("-v", "--verbose", action="store_true",
                             help="print which ops went to which BYOC codegen and why the rest did not")
+        parser.add_argument("--allow-tf32", action="store_true",
+                            help="--target cuda: f32 matmuls may use tf32 tensor cores (as torch's allow_tf32)")
     run.add_argument("model", help="model.mlir, model.onnx or model.so")
     run.add_argument("--entry", help="function to run (default: @main)")
     run.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
@@ -190,7 +192,7 @@ def load_te(path: str, target: str = "llvm"):
 
 def compile_model(path: str, target: str, entry: str | None, threads: int | None, profile: bool = False,
                   byoc: list[str] | None = None, verbose: bool = False, tuning_records: str | None = None,
-                  jit: bool = True):
+                  jit: bool = True, allow_tf32: bool = False):
     kind = _kind(path)
     if kind == "so":
         raise DiagnosticError(f"'{path}' is already compiled")
@@ -203,6 +205,8 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
     extra = {"profile": True} if profile else {}
     if not jit:
         extra["jit"] = False  # export only: LLVM runs once, for the library
+    if allow_tf32:
+        extra["allow_tf32"] = True
     targets = [t for item in byoc or () for t in item.split(",") if t]
     if targets:
         extra["byoc"] = targets
@@ -230,7 +234,7 @@ def cmd_compile(args) -> int:
     check_writable(args.output)  # -o DIR, -o /missing/x.so: fail before compiling
     compiled = compile_model(args.model, args.target, args.entry, args.threads, byoc=args.byoc,
                              verbose=args.verbose or args.pass_timing, tuning_records=args.tuning_records,
-                             jit=False)
+                             jit=False, allow_tf32=args.allow_tf32)
     # the library is linked into a temporary path, then put at -o by the rule of
     # dlc.output_files (renamed over a file, written through a device or FIFO)
     publish_file(lambda tmp: _guard(f"exporting '{args.output}'", compiled.export, tmp), args.output)
@@ -468,7 +472,7 @@ def cmd_run(args) -> int:
     else:
         check_target_runs_here(args.target)  # before the compile, which would be for nothing
         compiled = compile_model(args.model, args.target, args.entry, args.threads, bool(args.profile),
-                                 byoc=args.byoc, verbose=args.verbose)
+                                 byoc=args.byoc, verbose=args.verbose, allow_tf32=args.allow_tf32)
         call, in_specs = compiled, list(compiled.input_specs)
         out_specs = list(compiled.output_specs)
 

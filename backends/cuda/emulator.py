@@ -7,7 +7,12 @@ thread writes an element that another thread of the block reads or writes), so
 a missing barrier or a wrong thread mapping fails the test even though the
 threads run one after another. It is never an execution path of compiled code:
 `build` runs the real CUDA program; this exists because CI machines have no GPU.
-Use small shapes (it interprets every op of every thread). Scalar ops compute
+Use small shapes (it interprets every op of every thread). Warp-level ops
+(``cuda.shfl``, ``cuda.mma_sync``: dlc/dialects/cuda.py) pause every lane of the warp
+like a barrier of 32 threads; once all 32 reached the same op, it is computed for the
+whole warp (tensor-core fragments by the PTX ISA's lane layouts, tensor_core.py) and
+the lanes resume. ``cuda.cp_async`` is a synchronous (zero-filling) copy; commit and
+wait are no-ops. Scalar ops compute
 what ``lowering/scalar_semantics.py`` says (the table the loop-IR executor uses,
 checked against the LLVM lowering): floats are numpy scalars of the exact width.
 """
@@ -22,9 +27,13 @@ from xdsl.dialects.builtin import IntegerType, MemRefType, ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
 from dlc.backends.cuda.cuda_c import is_shared, strides_of
+from dlc.dialects import cuda
 from dlc.dialects.graph_base import numpy_dtype
 from dlc.dialects.tloop import ForOp, WeightOp, YieldOp
 from dlc.lowering.scalar_semantics import ScalarError, constant_value, knows, scalar_function
+
+
+WARP = 32
 
 
 class EmulationError(Exception):
@@ -94,6 +103,26 @@ class _Thread:
             if isinstance(op, gpu.BarrierOp):
                 yield "barrier"
                 continue
+            if isinstance(op, cuda.ShuffleOp):
+                env[op.result] = yield ("warp", op, env[op.value])
+                continue
+            if isinstance(op, cuda.MmaSyncOp):
+                yield ("warp", op, (env[op.a].flat, env[op.b].flat, env[op.acc].flat))
+                continue
+            if isinstance(op, cuda.CpAsyncOp):
+                dst = env[op.dst]
+                off = env[op.dst_offset]
+                if dst.tracked:
+                    self.phase_ref[0].write(dst, off, self.thread, self.where)
+                if env[op.pred]:
+                    src, src_off = env[op.src], env[op.src_offset]
+                    self.phase_ref[0].read(src, src_off, self.thread, self.where)
+                    dst.flat[off] = src.flat[src_off]
+                else:
+                    dst.flat[off] = 0
+                continue
+            if isinstance(op, (cuda.CpAsyncCommitOp, cuda.CpAsyncWaitOp)):
+                continue  # copies are synchronous here
             if isinstance(op, ForOp):
                 for i in range(op.lower, op.upper, op.stride):
                     env[op.induction_var] = i
@@ -171,19 +200,69 @@ def _emulate_kernel(kernel: func.FuncOp, buffers: Sequence[np.ndarray]) -> None:
                             ids = {"bx": bx, "by": by, "bz": bz, "tx": tx, "ty": ty, "tz": tz}
                             t = _Thread(name, ids, dims, shared, phase, len(gens), scalars)
                             gens.append(t.run(kernel.body.block, dict(globals_)))
-                while gens:
-                    states = []
-                    for g in gens:
-                        try:
-                            next(g)
-                            states.append(True)
-                        except StopIteration:
-                            states.append(False)
-                    if any(states) and not all(states):
-                        raise EmulationError(f"kernel @{name}: divergent barrier in block ({bx}, {by}, {bz})")
-                    if not any(states):
-                        break
-                    phase[0] = _Phase()
+                _run_block(name, gens, (bx, by, bz), phase)
+
+
+def _step(gen, value):
+    try:
+        return gen.send(value)
+    except StopIteration:
+        return "done"
+
+
+def _warp_op(name: str, events: list) -> list:
+    """Results for the lanes of one warp that all reached the warp-level op ``events[i][1]``."""
+    op = events[0][1]
+    if any(e[1] is not op for e in events):
+        raise EmulationError(f"kernel @{name}: lanes of a warp reach different warp-level ops")
+    lanes = len(events)
+    if isinstance(op, cuda.ShuffleOp):
+        if lanes != WARP:
+            raise EmulationError(f"kernel @{name}: cuda.shfl in a partial warp of {lanes} lanes")
+        values = [e[2] for e in events]
+        k = op.offset.value.data
+        if op.mode.data == "xor":
+            return [values[lane ^ k] for lane in range(WARP)]
+        return [values[lane + k] if lane + k < WARP else values[lane] for lane in range(WARP)]
+    from dlc.backends.cuda.tensor_core import mma_warp
+
+    if lanes != WARP:
+        raise EmulationError(f"kernel @{name}: cuda.mma_sync in a partial warp of {lanes} lanes")
+    a = np.array([e[2][0] for e in events], np.float32)
+    b = np.array([e[2][1] for e in events], np.float32)
+    c = np.array([e[2][2] for e in events], np.float32)
+    d = mma_warp(op.ab_type.data, a, b, c)
+    for e, row in zip(events, d):
+        e[2][2][:] = row
+    return [None] * WARP
+
+
+def _run_block(name: str, gens: list, where: tuple[int, int, int], phase: list) -> None:
+    """Run one block's threads: warps advance together through warp-level ops; all
+    threads meet at each barrier (a new race-check phase starts there)."""
+    warps = [list(range(w, min(w + WARP, len(gens)))) for w in range(0, len(gens), WARP)]
+    resume: list = [None] * len(gens)
+    while True:
+        states = []
+        for lanes in warps:
+            while True:
+                events = [_step(gens[t], resume[t]) for t in lanes]
+                for t in lanes:
+                    resume[t] = None
+                kinds = {e if isinstance(e, str) else e[0] for e in events}
+                if kinds == {"warp"}:
+                    for t, value in zip(lanes, _warp_op(name, events)):
+                        resume[t] = value
+                    continue
+                if len(kinds) != 1:
+                    raise EmulationError(f"kernel @{name}: divergent barrier in block {where}")
+                states.append(kinds.pop())
+                break
+        if len(set(states)) != 1:
+            raise EmulationError(f"kernel @{name}: divergent barrier in block {where}")
+        if states[0] == "done":
+            return
+        phase[0] = _Phase()
 
 
 def emulate(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str = "main") -> list[np.ndarray]:
@@ -200,7 +279,11 @@ def emulate(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str = "main")
     for arg in block.args:
         t = arg.type
         if arg.index < num_inputs:
-            env[arg] = np.array(inputs[arg.index], dtype=numpy_dtype(t.element_type))
+            given = np.asarray(inputs[arg.index])
+            want = numpy_dtype(t.element_type)
+            if given.dtype.type.__module__ == "ml_dtypes" and given.dtype.itemsize == np.dtype(want).itemsize:
+                given = given.view(want)  # bf16 & co. live in memory as their bits (i16...)
+            env[arg] = np.array(given, dtype=want)
         else:
             env[arg] = np.zeros(t.get_shape(), numpy_dtype(t.element_type))
             outputs.append(env[arg])

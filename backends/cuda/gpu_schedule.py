@@ -19,7 +19,7 @@ Default schedules (``apply_default_schedule``), tried in order:
 * **row reduction** (outer parallel rows, inner loops over the innermost axis
   with at least one accumulation, e.g. sum/softmax/layer-norm/global pooling):
   one block per row; element loops are strided over the block's threads,
-  accumulations become a shared-memory tree reduction.
+  accumulations become warp-shuffle reductions (warp_reduce.py).
 * **generic** (elementwise, conv2d, windowed pooling...): the leading parallel
   loops are flattened and mapped to a grid-stride (blocks x threads) loop; the
   rest runs per thread, with accumulations kept in a register.
@@ -250,31 +250,24 @@ def schedule_generic(kernel: func.FuncOp) -> None:
 
 
 def block_reduce(target: ForOp, acc: Accumulation, lane: SSAValue, lanes: int) -> Operation:
-    """Strided partial accumulation per thread, then a shared-memory tree; returns the last op."""
+    """Strided partial accumulation per thread, then warp shuffles (warp_reduce.py);
+    thread 0 folds the total into the output. Returns the last op."""
+    from dlc.backends.cuda.warp_reduce import block_allreduce
+
     elt = acc.store.value.type
     out, indices = acc.store.memref, list(acc.store.indices)
     ins = Inserter(target.parent_block(), target)
-    partials = ins.alloca(elt, [lanes], shared=True, name="partials")
     register = ins.alloca(elt, [1], shared=False, name="acc")
     zero = ins.index(0)
-    ins.store(identity_value(ins, acc), register, [zero])
+    ident = identity_value(ins, acc)
+    ins.store(ident, register, [zero])
     combine = acc.combine
     redirect_accumulation(acc, register, zero)
     per_thread = strided(target, lane, lanes, target.induction_var.name_hint or "s")
     after = Inserter(per_thread.parent_block(), per_thread.next_op)
-    after.store(after.load(register, [zero]), partials, [lane])
-    after.add(gpu.BarrierOp())
-    half = lanes // 2
-    while half >= 1:
-        g = guard(after, after.less(lane, half))
-        a = g.load(partials, [lane])
-        b = g.load(partials, [g.add_i(lane, half)])
-        g.store(_combine_like(g, combine, a, b), partials, [lane])
-        after.add(gpu.BarrierOp())
-        half //= 2
+    total = block_allreduce(after, combine, after.load(register, [zero]), lane, lanes, ident)
     g = guard(after, after.equal(lane, 0))
-    total = _combine_like(g, combine, g.load(out, indices), g.load(partials, [g.index(0)]))
-    g.store(total, out, indices)
+    g.store(_combine_like(g, combine, g.load(out, indices), total), out, indices)
     return g.block.parent_op()
 
 
@@ -527,8 +520,9 @@ def stack_allocate_intermediates(kernel: func.FuncOp) -> None:
         alloc.erase()
 
 
-def apply_default_schedule(kernel: func.FuncOp) -> str:
-    """Schedule ``kernel`` unless it already has bindings; returns the schedule's name."""
+def apply_default_schedule(kernel: func.FuncOp, mma: str | None = None) -> str:
+    """Schedule ``kernel`` unless it already has bindings; returns the schedule's name.
+    ``mma``: the tensor-core input type its matmul may use (mma_schedule.mma_precisions)."""
     stack_allocate_intermediates(kernel)
     if is_scheduled(kernel):
         keep_accumulations_in_registers(kernel)
@@ -536,6 +530,11 @@ def apply_default_schedule(kernel: func.FuncOp) -> str:
     privatize_scratch(kernel)
     from dlc.backends.cuda.matmul_schedule import schedule_matmul
 
+    if mma is not None:
+        from dlc.backends.cuda.mma_schedule import schedule_mma
+
+        if schedule_mma(kernel, mma):
+            return "mma"
     if schedule_matmul(kernel):
         return "matmul"
     if schedule_row_reduction(kernel):

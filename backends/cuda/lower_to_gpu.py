@@ -152,10 +152,10 @@ def materialize_bindings(kernel: func.FuncOp) -> LaunchShape:
     return LaunchShape(grid, threads)  # type: ignore[arg-type]
 
 
-def lower_kernel(kernel: func.FuncOp) -> LaunchShape:
+def lower_kernel(kernel: func.FuncOp, mma: str | None = None) -> LaunchShape:
     if "gpu.kernel" in kernel.attributes:
         return launch_shape(kernel)
-    schedule = apply_default_schedule(kernel)
+    schedule = apply_default_schedule(kernel, mma)
     kernel.attributes["gpu.schedule"] = StringAttr(schedule)  # named in the emitted .cu
     return materialize_bindings(kernel)
 
@@ -240,13 +240,20 @@ class LowerToGPUPass(ModulePass):
     """Schedule kernels for the GPU and make host functions drive the device."""
 
     name = "lower-to-gpu"
+    allow_tf32: bool = False  # f32 matmuls may use tf32 tensor cores (as torch's allow_tf32)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if self.allow_tf32:
+            op.attributes["gpu.allow_tf32"] = UnitAttr()
         lower_to_gpu(op)
 
 
 def lower_to_gpu(module: ModuleOp) -> ModuleOp:
-    shapes = {k.sym_name.data: lower_kernel(k) for k in module.ops if is_kernel(k)}
+    from dlc.backends.cuda.mma_schedule import mma_precisions
+
+    precisions = mma_precisions(module)  # which matmuls may use tensor cores, and how
+    shapes = {k.sym_name.data: lower_kernel(k, precisions.get(k.sym_name.data))
+              for k in module.ops if is_kernel(k)}
     for host in [h for h in module.ops if is_host(h)]:
         if "gpu.host" not in host.attributes:
             lower_host(host, shapes)

@@ -45,9 +45,13 @@ class MatmulMatch:
     a: memref.LoadOp
     b: memref.LoadOp
     acc: Accumulation
+    epilogue: list[Operation]  # ops after the k loop (fused bias/relu/residual...), last the store
 
 
-def match_matmul(kernel: func.FuncOp) -> MatmulMatch | None:
+def match_matmul(kernel: func.FuncOp, allow_epilogue: bool = False) -> MatmulMatch | None:
+    """The matmul nest of ``kernel``; with ``allow_epilogue`` the (i, j) body may go on
+    after the k loop with a fused elementwise chain ending in the one store of C
+    (``load C[ivs]``, loads of other buffers at the nest's indices, scalar ops)."""
     tops = kernel_loops(kernel)
     if len(tops) != 1 or not is_parallel(tops[0]):
         return None
@@ -57,6 +61,12 @@ def match_matmul(kernel: func.FuncOp) -> MatmulMatch | None:
     ops = body_ops(nest[-1])
     loops = [op for op in ops if isinstance(op, ForOp)]
     stores = [op for op in ops if isinstance(op, memref.StoreOp)]
+    epilogue: list[Operation] = []
+    if allow_epilogue and len(loops) == 1 and ops.index(loops[0]) == 1 and len(stores) == 2:
+        epilogue = ops[2:]
+        if not _plain_epilogue(epilogue, stores[1], [lp.induction_var for lp in nest]):
+            return None
+        ops, stores = ops[:2], stores[:1]
     if len(loops) != 1 or len(stores) != 1 or len(ops) > 4:
         return None
     k = loops[0]
@@ -82,7 +92,30 @@ def match_matmul(kernel: func.FuncOp) -> MatmulMatch | None:
         return None
     if any(lp.lower != 0 or lp.stride != 1 for lp in [*nest, k]):
         return None
-    return MatmulMatch(nest[:-2], nest[-2], nest[-1], k, stores[0].value, a, b, acc)
+    if epilogue and epilogue[-1].memref is not acc.store.memref:
+        return None
+    return MatmulMatch(nest[:-2], nest[-2], nest[-1], k, stores[0].value, a, b, acc, epilogue)
+
+
+def _plain_epilogue(ops: list[Operation], store: memref.StoreOp, ivs: list[SSAValue]) -> bool:
+    """Loads/stores indexed by the nest's ivs and constants, and scalar arith/math ops
+    only, ending with ``store``."""
+    from xdsl.dialects import arith
+
+    from dlc.backends.cuda.loop_utils import is_pure_scalar
+
+    if not ops or ops[-1] is not store:
+        return False
+    for op in ops:
+        if isinstance(op, (memref.LoadOp, memref.StoreOp)):
+            # each index: one of the nest's ivs or a constant (a broadcast operand, bias[oc, 0, 0])
+            if not all(i in ivs or isinstance(i.owner, arith.ConstantOp) for i in op.indices):
+                return False
+            if isinstance(op, memref.StoreOp) and op is not store:
+                return False
+        elif not is_pure_scalar(op):
+            return False
+    return list(store.indices) == ivs
 
 
 def schedule_matmul(kernel: func.FuncOp) -> bool:

@@ -35,6 +35,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from xdsl.utils.exceptions import DiagnosticException
 
 from dlc.backends.cuda.cuda_c import CMPF, CMPI, is_shared, num_elements, strides_of
+from dlc.dialects import cuda
 from dlc.dialects.tloop import ForOp, YieldOp
 from dlc.lowering.to_llvm.scalar import FLOAT_INSTRUCTIONS, INT_INSTRUCTIONS, INT_MINMAX_PREDICATES
 
@@ -125,6 +126,24 @@ class KernelCodegen:
         suffix = {"float": "f32", "double": "f64", "half": "f16"}[str(t)]
         return self.intrinsic(f"{base}.{suffix}", t, args)
 
+    def shuffle(self, value: ir.Value, mode: str, offset: int) -> ir.Value:
+        """``shfl.sync.bfly``/``.down`` over the full warp on 32-bit pieces of ``value``."""
+        b = self.b
+        kind = {"xor": "bfly", "down": "down"}[mode]
+        width = value.type.width if isinstance(value.type, ir.IntType) else {"half": 16, "float": 32, "double": 64}[str(value.type)]
+        bits = value if isinstance(value.type, ir.IntType) else b.bitcast(value, ir.IntType(width))
+        pieces = [bits] if width == 32 else [b.zext(bits, I32)] if width < 32 else [
+            b.trunc(bits, I32), b.trunc(b.lshr(bits, ir.Constant(bits.type, 32)), I32)]
+        moved = [self.intrinsic(f"llvm.nvvm.shfl.sync.{kind}.i32", I32,
+                                [ir.Constant(I32, -1), p, ir.Constant(I32, offset), ir.Constant(I32, 0x1F)])
+                 for p in pieces]
+        if width == 64:
+            lo, hi = (b.zext(x, I64) for x in moved)
+            out = b.or_(lo, b.shl(hi, ir.Constant(I64, 32)))
+        else:
+            out = moved[0] if width == 32 else b.trunc(moved[0], ir.IntType(width))
+        return out if out.type == value.type else b.bitcast(out, value.type)
+
     def error(self, op: Operation, why: str = "unsupported op") -> PtxEmitError:
         return PtxEmitError(f"emit-ptx: {self.where}: {why} '{op.name}'")
 
@@ -202,6 +221,11 @@ class KernelCodegen:
             return
         if isinstance(op, memref.AllocaOp):
             v[op.memref] = self.alloca(op.memref.type)
+            return
+        if isinstance(op, (cuda.MmaSyncOp, cuda.CpAsyncOp, cuda.CpAsyncCommitOp, cuda.CpAsyncWaitOp)):
+            raise self.error(op, "tensor-core kernels are emitted as CUDA C only (--to-cuda); unsupported op")
+        if isinstance(op, cuda.ShuffleOp):
+            v[op.result] = self.shuffle(v[op.value], op.mode.data, op.offset.value.data)
             return
         result = op.results[0]
         ops = [v[x] for x in op.operands]

@@ -77,7 +77,7 @@ def test_cuda_text_is_readable_and_complete(cuda_text):
     for f in FUNCTIONS:
         assert f'extern "C" int dlc_{f}(' in cuda_text
     assert "__shared__ float a_tile[1024];" in cuda_text  # tiled matmul
-    assert "__shared__ float partials[" in cuda_text  # block reductions
+    assert "__shfl_xor_sync(0xffffffffu, " in cuda_text  # block reductions: warp shuffles
     assert cuda_text.count("DLC_CHECK(cudaGetLastError());") == len(FUNCTIONS)
 
 

@@ -1,5 +1,6 @@
 // RUN: %python -m dlc.backends.cuda --to-cuda %s | filecheck %s
-// Row reduction schedule: one block per row, strided element loops, shared-memory tree.
+// Row reduction schedule: one block per row, strided element loops, warp shuffles
+// and one shared slot per warp.
 
 builtin.module {
   func.func @main_0_softmax(%x: memref<5x37xf32>, %y: memref<5x37xf32>) attributes {tloop.kernel, tloop.source = "graph.softmax"} {
@@ -46,7 +47,8 @@ builtin.module {
 // CHECK: // launch: grid (5, 1, 1), block (64, 1, 1)
 // CHECK: __global__ void __launch_bounds__(64) main_0_softmax(const float* x, float* y)
 // CHECK: __shared__ float m[1];
-// CHECK: __shared__ float partials[64];
+// CHECK: __shfl_xor_sync(0xffffffffu, {{.*}}, 16)
+// CHECK: __shared__ float warp_partials[2];
 // CHECK: __syncthreads();
 // CHECK: extern "C" int dlc_main(const float* x, float* y, const void* const* dlc_weights)
 // CHECK: main_0_softmax<<<dim3(5, 1, 1), dim3(64, 1, 1)>>>(d_x, d_y);

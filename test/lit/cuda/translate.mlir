@@ -30,8 +30,9 @@ func.func @conv(%x: tensor<1x3x11x13xf32>, %w: tensor<5x3x3x3xf32>) -> tensor<1x
 // CHECK:        if ({{t[0-9]+}}) {
 // CHECK:      // @sum_0_reduce_sum: graph.reduce_sum
 // CHECK-NEXT: // launch: grid (7, 1, 1), block (256, 1, 1)
-// CHECK:        __shared__ float partials[256];
 // CHECK:        for (int64_t {{.*}} = 0; {{.*}} < 4; {{.*}}++) {
+// CHECK:        __shfl_xor_sync(0xffffffffu, {{.*}}, 16)
+// CHECK:        __shared__ float warp_partials[8];
 // CHECK:        __syncthreads();
 // CHECK:      // @mm_0_matmul: graph.matmul
 // CHECK-NEXT: // launch: grid (3, 2, 1), block (16, 16, 1)
