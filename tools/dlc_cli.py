@@ -67,7 +67,8 @@ def build_arg_parser() -> ArgumentParser:
         parser.add_argument("--byoc", action="append", default=[], metavar="TARGET[,TARGET]",
                             help="offload what the BYOC target(s) accept (e.g. dnnl, c), in priority order")
         parser.add_argument("-v", "--verbose", action="store_true",
-                            help="print which ops went to which BYOC codegen and why the rest did not")
+                            help="print which ops went to which BYOC codegen and why the rest did not, "
+                                 "and how many kernels --tuning-records tuned")
         parser.add_argument("--allow-tf32", action="store_true",
                             help="--target cuda: f32 matmuls may use tf32 tensor cores (as torch's allow_tf32)")
     run.add_argument("model", help="model.mlir, model.onnx or model.so")

@@ -194,11 +194,13 @@ def _lanes(target: Target) -> int:
     return max(1, target.vector_bits // 32)
 
 
-def _tile_problem(mr: int, nr: int, target: Target) -> str | None:
+def _tile_problem(mr: int, nr: int, target: Target, allowed: int = 0) -> str | None:
     """Why an MR x NR f32 register tile does not fit the target's vector registers (two
-    stay for the B vector and the A broadcast)."""
+    stay for the B vector and the A broadcast; `allowed`: at least this many accumulators
+    are accepted, the default tile's: target.matmul_register_tile plans 6 x 16 for every
+    16-register x86, also with 4-lane SSE)."""
     per_row = -(-nr // _lanes(target))
-    if mr * per_row > target.vector_registers - 2:
+    if mr * per_row > max(target.vector_registers - 2, allowed):
         return (f"register tile mr x nr = {mr} x {nr} needs {mr * per_row} vector accumulators; "
                 f"'{target}' has {target.vector_registers} vector registers (at most "
                 f"{target.vector_registers - 2} for accumulators)")
@@ -239,8 +241,10 @@ def matmul_space(s: Schedule, target: Target) -> Space | None:
             found.add(main)
         return tuple(sorted(v for v in found if v > 0))
 
+    default_need = mr * -(-nr // lanes)
+
     def constraint(c: dict) -> str | None:
-        problem = _tile_problem(c["mr"], c["nr"], target)
+        problem = _tile_problem(c["mr"], c["nr"], target, default_need)
         if problem is not None:
             return problem
         # a block that does not divide the main part would write back rows / columns the
@@ -285,10 +289,7 @@ def schedule_matmul(s: Schedule, target: Target, config: dict | None = None) -> 
         config = matmul_space(s, target).default()
     if m <= SKINNY_ROWS:
         return _schedule_skinny(s, batch, n, config)
-    mr, nr = config["mr"], config["nr"]
-    problem = _tile_problem(mr, nr, target)
-    if problem is not None:
-        raise s.fail(s.loop("m"), problem)
+    mr, nr = config["mr"], config["nr"]  # (a config is checked against the space before)
     m0, n0 = m - m % mr, n - n % nr
     with s.atomic():
         # 1. the zero-fill gets its own nest; the accumulation nest becomes perfect
