@@ -8,6 +8,7 @@
     dlc view model.onnx|model.mlir -o graph.html [--profile trace.json]
     dlc rpc server|tracker ...; dlc run model.so --rpc HOST:PORT   (tools/rpc_cli.py)
     dlc build-runtime -o DIR [--target aarch64]   (the C runtime and dlc-run: backends/c_runtime.py)
+    dlc quantize model.onnx --calibrate inputs.npz -o model.int8.onnx [--method percentile] [--per-tensor]
 
 ``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
 is parsed here first, so syntax and verifier errors point at the source line);
@@ -99,6 +100,9 @@ def build_arg_parser() -> ArgumentParser:
 
     rpc_cli.add_run_arguments(run)
     rpc_cli.add_rpc_command(sub)
+    from dlc.tools import quantize_cli  # dlc quantize (tools/quantize_cli.py)
+
+    quantize_cli.add_command(sub)
     return ap
 
 
@@ -539,6 +543,10 @@ def run(argv: list[str]) -> int:
         return rpc_command(args)
     if args.command == "build-runtime":
         return cmd_build_runtime(args)
+    if args.command == "quantize":
+        from dlc.tools.quantize_cli import quantize_command
+
+        return quantize_command(args)
     return cmd_run(args)
 
 
