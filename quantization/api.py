@@ -18,6 +18,10 @@ def load_model(model) -> onnx.ModelProto:
     if isinstance(model, onnx.ModelProto):
         copy = onnx.ModelProto()
         copy.CopyFrom(model)
+        try:
+            onnx.checker.check_model(copy)
+        except onnx.checker.ValidationError as err:
+            raise QuantizationError(f"the model fails onnx's checker: {str(err).strip().splitlines()[0]}") from None
         return copy
     if not isinstance(model, (str, os.PathLike)):
         raise QuantizationError(f"model: expected an .onnx path or an onnx.ModelProto, got {type(model).__name__}")
