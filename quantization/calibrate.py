@@ -78,17 +78,18 @@ def _read_npz(path: str) -> dict[str, np.ndarray]:
 def _fit(what: str, name: str, array: np.ndarray, spec: InputSpec) -> np.ndarray:
     """``array`` as (N, *spec.shape): one sample of the input's shape, or N of them."""
     array = np.asarray(array)
+    given = tuple(array.shape)  # messages name the array as the file holds it
     rank = len(spec.shape)
     if array.ndim == rank:
         array = array[None]
     if array.ndim != rank + 1:
         raise QuantizationError(
-            f"{what}: array '{name}' has shape {tuple(array.shape)}: rank {array.ndim}, model input '{spec.name}' "
+            f"{what}: array '{name}' has shape {given}: rank {len(given)}, model input '{spec.name}' "
             f"has rank {rank} (shape {_shape_text(spec.shape)}, optionally with a leading sample count)")
     for dim, (got, want) in enumerate(zip(array.shape[1:], spec.shape)):
         if want is not None and got != want:
             raise QuantizationError(
-                f"{what}: array '{name}' has shape {tuple(array.shape)}: dim {dim} of input '{spec.name}' is {got}, "
+                f"{what}: array '{name}' has shape {given}: dim {dim} of input '{spec.name}' is {got}, "
                 f"the model expects {want} (shape {_shape_text(spec.shape)}, optionally with a leading sample count)")
     if array.dtype != spec.dtype:
         if array.dtype.kind != spec.dtype.kind or spec.dtype.kind not in "fiu":
