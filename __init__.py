@@ -16,6 +16,10 @@ def __getattr__(name: str):
         from dlc.driver import compile
 
         return compile
+    if name == "quantize":  # dlc.quantize(model, calibration, ...): dlc.quantization
+        from dlc.quantization import quantize
+
+        return quantize
     if name == "te":  # `dlc.te.compile(...)` after a plain `import dlc`, as the README shows
         import importlib
 

@@ -9,6 +9,7 @@
     dlc rpc server|tracker ...; dlc run model.so --rpc HOST:PORT   (tools/rpc_cli.py)
     dlc tune model.onnx --trials N -o tune.jsonl [--rpc-tracker H:P --rpc-key K | --ray auto]  (tools/tune_cli.py)
     dlc build-runtime -o DIR [--target aarch64]   (the C runtime and dlc-run: backends/c_runtime.py)
+    dlc quantize model.onnx --calibrate inputs.npz -o model.int8.onnx [--method percentile] [--per-tensor]
 
 ``compile`` and ``run`` on .mlir/.onnx go through ``dlc.driver.compile`` (MLIR
 is parsed here first, so syntax and verifier errors point at the source line);
@@ -108,6 +109,9 @@ def build_arg_parser() -> ArgumentParser:
     from dlc.tools import tune_cli  # dlc tune (tools/tune_cli.py)
 
     tune_cli.add_tune_command(sub)
+    from dlc.tools import quantize_cli  # dlc quantize (tools/quantize_cli.py)
+
+    quantize_cli.add_command(sub)
     return ap
 
 
@@ -562,6 +566,10 @@ def run(argv: list[str]) -> int:
         from dlc.tools.tune_cli import tune_command
 
         return tune_command(args)
+    if args.command == "quantize":
+        from dlc.tools.quantize_cli import quantize_command
+
+        return quantize_command(args)
     return cmd_run(args)
 
 

@@ -5,7 +5,8 @@ This file is THE layer table of dlc (docs/architecture.md names it). Layers, top
     tools       the user-facing entry points: tools/ (dlc, dlc-opt, dlc-translate), tune/ (auto-tuning), driver.py
                 (`dlc.compile`, which strings the whole pipeline together), the package
                 __init__.py (lazy `dlc.compile`), te.py (`dlc.te.compile` over frontends/te) and
-                onnx_backend.py (onnx's backend API, as `onnxruntime.backend`)
+                onnx_backend.py (onnx's backend API, as `onnxruntime.backend`), quantization/
+                (`dlc.quantize`: calibration compiles the model with driver.py)
     frontends / backends / runtime
                 sources -> graph IR (frontends/), loop IR -> machine code (backends/, which
                 own their target-specific lowering such as backends/cuda/lower_to_gpu.py),
@@ -40,7 +41,7 @@ PACKAGE = "dlc"
 
 # (layer, paths relative to the root: a folder ends in "/"). Index 0 is the top.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("tools", ("tools/", "tune/", "driver.py", "__init__.py", "te.py", "onnx_backend.py")),
+    ("tools", ("tools/", "tune/", "quantization/", "driver.py", "__init__.py", "te.py", "onnx_backend.py")),
     ("frontends/backends/runtime", ("frontends/", "backends/", "runtime/", "rpc/")),
     ("lowering/transforms", ("lowering/", "transforms/", "byoc/", "passes.py", "evaluator.py")),
     ("dialects", ("dialects/", "context.py")),
