@@ -581,7 +581,7 @@ class CompiledModule:
 def compile(source, example_args=None, target: str | Target = "llvm", entry: str | None = None,
             num_threads: int | None = None, opt: int = 3, layout: str | None = None,
             profile: bool = False, progress: Progress | None = None,
-            byoc: Sequence[str] | str | None = None) -> CompiledModule:
+            byoc: Sequence[str] | str | None = None, export_only: bool = False) -> CompiledModule:
     """Compile ``source`` (MLIR text, .mlir/.onnx/.tflite/.pt2 path, onnx.ModelProto, ModuleOp,
     torch ExportedProgram, or a torch nn.Module with ``example_args``) for the host CPU.
 
@@ -613,6 +613,9 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     accept are partitioned out and compiled by their codegens, linked into this module
     and into ``export()``; ``CompiledModule.byoc_report`` lists the partitions and why
     the other ops stayed with dlc.
+
+    ``export_only``: the module is built to be exported (``dlc compile -o``): the cuda
+    target then needs nvcc but no GPU here.
     """
     byoc = check_byoc(byoc)
     if isinstance(target, str):
@@ -626,7 +629,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
         raise CompileError(f"byoc= is for hosted llvm targets (BYOC kernels are C code linked with dlc's), "
                            f"not '{target}'")
     if target.kind == "cuda":
-        return _compile_cuda(source, entry, example_args)
+        return _compile_cuda(source, entry, example_args, export_only)
     if target.kind == "c" or target.bare_metal:
         return _compile_c(source, target, entry, example_args, num_threads, profile)
     if target.kind != "llvm":
@@ -747,18 +750,20 @@ def _profiler(module: ModuleOp, jit):
     return Profiler(jit.address(BEGIN), jit.address(END), sites)
 
 
-def _compile_cuda(source, entry: str | None, example_args=None):
+def _compile_cuda(source, entry: str | None, example_args=None, export_only: bool = False):
     """``target="cuda"``: the GPU pipeline of ``dlc.backends.cuda.build`` (the graph
-    passes, lower-to-loops, lower-to-gpu, CUDA C, nvcc). Returns a ``CudaProgram``
-    (``program(*arrays) -> outputs``, ``.cuda_source``, ``.timings``). Without nvcc,
-    a CUDA driver or a GPU this fails at once with one line naming which."""
+    passes, lower-to-loops with host control flow, lower-to-gpu, CUDA C, nvcc). Returns
+    a ``CudaProgram`` (``program(*arrays) -> outputs``, ``.cuda_source``, ``.timings``,
+    ``.export(path)``: a library ``dlc.runtime.load`` runs). Without nvcc, a CUDA
+    driver or a GPU this fails at once with one line naming which; with
+    ``export_only`` only nvcc is needed (the library runs on another machine)."""
     from dlc.backends.cuda import build
 
     start = time.perf_counter()
     module = load_module(source, example_args)
     loaded = time.perf_counter() - start
     try:
-        program = build(module, entry=entry)
+        program = build(module, entry=entry, require_device=not export_only)
     except DiagnosticException as err:  # CudaBuildError, GpuLoweringError, pass errors...
         raise CompileError(_one_line(err, "cuda")) from None
     program.timings["load"] = loaded

@@ -183,7 +183,7 @@ def load_te(path: str, target: str = "llvm"):
 
 
 def compile_model(path: str, target: str, entry: str | None, threads: int | None, profile: bool = False,
-                  byoc: list[str] | None = None, verbose: bool = False):
+                  byoc: list[str] | None = None, verbose: bool = False, export_only: bool = False):
     kind = _kind(path)
     if kind == "so":
         raise DiagnosticError(f"'{path}' is already compiled")
@@ -194,6 +194,8 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
     from dlc.tools.progress import compile_progress
 
     extra = {"profile": True} if profile else {}
+    if export_only:
+        extra["export_only"] = True  # --target cuda -o m.so: no GPU needed here
     targets = [t for item in byoc or () for t in item.split(",") if t]
     if targets:
         extra["byoc"] = targets
@@ -216,7 +218,7 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
 def cmd_compile(args) -> int:
     check_writable(args.output)  # -o DIR, -o /missing/x.so: fail before compiling
     compiled = compile_model(args.model, args.target, args.entry, args.threads, byoc=args.byoc,
-                             verbose=args.verbose or args.pass_timing)
+                             verbose=args.verbose or args.pass_timing, export_only=True)
     # the library is linked into a temporary path, then put at -o by the rule of
     # dlc.output_files (renamed over a file, written through a device or FIFO)
     publish_file(lambda tmp: _guard(f"exporting '{args.output}'", compiled.export, tmp), args.output)
