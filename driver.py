@@ -763,7 +763,13 @@ def _compile_cuda(source, entry: str | None, example_args=None, export_only: boo
     module = load_module(source, example_args)
     loaded = time.perf_counter() - start
     try:
+        graph_specs = entry_specs(module)  # the graph function's tensor names, as the CPU export's
         program = build(module, entry=entry, require_device=not export_only)
+        for name, entry_program in program.entries.items():
+            ins, outs = graph_specs.get(name, (None, None))
+            if ins is not None and len(ins) == len(entry_program.input_types) \
+                    and len(outs) == len(entry_program.output_types):
+                entry_program.names = ([n for n, _, _ in ins], [n for n, _, _ in outs])
     except DiagnosticException as err:  # CudaBuildError, GpuLoweringError, pass errors...
         raise CompileError(_one_line(err, "cuda")) from None
     program.timings["load"] = loaded

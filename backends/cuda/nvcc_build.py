@@ -95,6 +95,9 @@ class CudaProgram:
         self.lib_path = lib_path
         self.cuda_source = source  # the .cu text nvcc compiled
         self.arch = arch
+        # (input names, output names) of the graph function (ONNX tensor names), set by
+        # dlc.compile; None: input0.., output0..
+        self.names: tuple[list[str], list[str]] | None = None
         self.timings: dict[str, float] = {}
         self.name = host.sym_name.data
         self.entries: dict[str, CudaProgram] = {self.name: self}
@@ -121,13 +124,13 @@ class CudaProgram:
     @property
     def input_specs(self) -> list[tuple[str, tuple[int, ...], np.dtype]]:
         """(name, shape, dtype) of each input, like ``dlc.compile``'s CPU modules."""
-        return [(f"input{k}", tuple(t.get_shape()), numpy_dtype(t.element_type))
-                for k, t in enumerate(self.input_types)]
+        names = self.names[0] if self.names else [f"input{k}" for k in range(len(self.input_types))]
+        return [(n, tuple(t.get_shape()), numpy_dtype(t.element_type)) for n, t in zip(names, self.input_types)]
 
     @property
     def output_specs(self) -> list[tuple[str, tuple[int, ...], np.dtype]]:
-        return [(f"output{k}", tuple(t.get_shape()), numpy_dtype(t.element_type))
-                for k, t in enumerate(self.output_types)]
+        names = self.names[1] if self.names else [f"output{k}" for k in range(len(self.output_types))]
+        return [(n, tuple(t.get_shape()), numpy_dtype(t.element_type)) for n, t in zip(names, self.output_types)]
 
     def run(self, entry: str, *inputs: np.ndarray) -> list[np.ndarray]:
         """Call another host function compiled into the same library."""
