@@ -194,7 +194,7 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
     from dlc.tools.progress import compile_progress
 
     extra = {"profile": True} if profile else {}
-    if export_only:
+    if export_only and target.strip().split(" ", 1)[0] == "cuda":
         extra["export_only"] = True  # --target cuda -o m.so: no GPU needed here
     targets = [t for item in byoc or () for t in item.split(",") if t]
     if targets:

@@ -203,3 +203,23 @@ def test_nvcc_failure_in_export_is_one_line(tmp_path):
         program.export(str(tmp_path / "bad.so"))
     assert "\n" not in str(info.value)
     assert not os.path.exists(tmp_path / "bad.so")  # nothing written half-way
+
+
+def test_cli_export_with_a_failing_nvcc_is_one_line(tmp_path):
+    """`dlc compile --target cuda -o m.so` when nvcc fails: one line naming nvcc, nothing written."""
+    import onnx
+
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    nvcc = fake / "nvcc"
+    nvcc.write_text("#!/bin/sh\necho 'model.cu(3): error: identifier \"boom\" is undefined' >&2\nexit 2\n")
+    nvcc.chmod(0o755)
+    model = tmp_path / "m.onnx"
+    onnx.save(_two_node_model(), model)
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+    proc = subprocess.run([sys.executable, "-m", "dlc.tools.dlc_cli", "compile", str(model), "--target", "cuda",
+                           "-o", str(tmp_path / "m.so")], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "nvcc" in proc.stderr and "failed" in proc.stderr, proc.stderr
+    assert "boom" in proc.stderr, proc.stderr
+    assert not (tmp_path / "m.so").exists()
