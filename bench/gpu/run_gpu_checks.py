@@ -499,7 +499,10 @@ def bench_resnet(batches, tmp: str) -> tuple[int, list[str]]:
 
     failures = []
     print(f"\n{'ResNet-50 f32':16s} {'result':8s} {'dlc ms':>9s} {'torch ms':>9s} {'dlc/torch':>9s} detail", flush=True)
+    import copy
+
     model = resnet50()
+    gpu_model = copy.deepcopy(model).cuda()  # dlc.compile traces the CPU copy
     for batch in batches:
         name = f"batch {batch}"
         try:
@@ -510,7 +513,6 @@ def bench_resnet(batches, tmp: str) -> tuple[int, list[str]]:
             program.export(path)
             built = time.perf_counter() - start
             module = dlc.runtime.load(path)
-            gpu_model = model.cuda()
             d_x = x.cuda()
             with torch.no_grad():
                 want = gpu_model(d_x)
