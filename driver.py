@@ -625,7 +625,8 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
 
     ``jit=False``: build for ``export()`` only (what ``dlc compile -o m.so`` does): LLVM
     runs once, at the export, instead of once for the JIT and again for the library;
-    calling the module is then a CompileError.
+    calling the module is then a CompileError. For ``target="cuda"`` it needs nvcc
+    but no GPU here (the library runs on another machine).
 
     ``allow_tf32`` (``target="cuda"`` only): f32 matmul/dense may run on tf32 tensor cores
     (10-bit mantissa inputs, f32 accumulation), as torch's ``allow_tf32``; f16/bf16
@@ -648,7 +649,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     if allow_tf32 and target.kind != "cuda":
         raise CompileError(f"allow_tf32=True is for the cuda target (tensor cores), not '{target}'")
     if target.kind == "cuda":
-        return _compile_cuda(source, entry, example_args, allow_tf32)
+        return _compile_cuda(source, entry, example_args, allow_tf32, export_only=not jit)
     if target.kind == "c" or target.bare_metal:
         return _compile_c(source, target, entry, example_args, num_threads, profile)
     if target.kind != "llvm":
@@ -795,11 +796,14 @@ def _profiler(module: ModuleOp, jit):
     return Profiler(jit.address(BEGIN), jit.address(END), sites)
 
 
-def _compile_cuda(source, entry: str | None, example_args=None, allow_tf32: bool = False):
+def _compile_cuda(source, entry: str | None, example_args=None, allow_tf32: bool = False,
+                  export_only: bool = False):
     """``target="cuda"``: the GPU pipeline of ``dlc.backends.cuda.build`` (the graph
-    passes, lower-to-loops, lower-to-gpu, CUDA C, nvcc). Returns a ``CudaProgram``
-    (``program(*arrays) -> outputs``, ``.cuda_source``, ``.timings``). Without nvcc,
-    a CUDA driver or a GPU this fails at once with one line naming which."""
+    passes, lower-to-loops with host control flow, lower-to-gpu, CUDA C, nvcc). Returns
+    a ``CudaProgram`` (``program(*arrays) -> outputs``, ``.cuda_source``, ``.timings``,
+    ``.export(path)``: a library ``dlc.runtime.load`` runs). Without nvcc, a CUDA
+    driver or a GPU this fails at once with one line naming which; with
+    ``export_only`` only nvcc is needed (the library runs on another machine)."""
     from dlc.backends.cuda import build
 
     start = time.perf_counter()
@@ -808,7 +812,13 @@ def _compile_cuda(source, entry: str | None, example_args=None, allow_tf32: bool
         module.attributes["gpu.allow_tf32"] = UnitAttr()
     loaded = time.perf_counter() - start
     try:
-        program = build(module, entry=entry)
+        graph_specs = entry_specs(module)  # the graph function's tensor names, as the CPU export's
+        program = build(module, entry=entry, require_device=not export_only)
+        for name, entry_program in program.entries.items():
+            ins, outs = graph_specs.get(name, (None, None))
+            if ins is not None and len(ins) == len(entry_program.input_types) \
+                    and len(outs) == len(entry_program.output_types):
+                entry_program.names = ([n for n, _, _ in ins], [n for n, _, _ in outs])
     except DiagnosticException as err:  # CudaBuildError, GpuLoweringError, pass errors...
         raise CompileError(_one_line(err, "cuda")) from None
     program.timings["load"] = loaded

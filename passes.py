@@ -29,15 +29,15 @@ from xdsl.passes import ModulePass
 from xdsl.utils.arg_spec import ArgSpec
 
 # graph.if/loop/scan stay control flow (host-level scf, lowering/bufferize.py); the
-# passes below reach into their bodies. expand-control-flow (unrolling) is opt-in,
-# and the GPU target runs it first (GPU_GRAPH_PASSES).
+# passes below reach into their bodies. expand-control-flow (unrolling) is opt-in on
+# every target (the CUDA host code branches and loops too, backends/cuda/host_code.py).
 GRAPH_PASSES = ("legalize",
                 "widen-accumulation",  # f16 matmul/conv/reduce accumulate in f32
                 "fold-constant",  # fold after legalize: batch_norm parameters fold too
                 "simplify-inference",  # then per-channel scales go into conv/matmul weights
                 "fuse-ops")  # elementwise epilogues join their producer's kernel
-# lower-to-gpu has no host-level control flow: bodies are unrolled first
-GPU_GRAPH_PASSES = ("expand-control-flow", *GRAPH_PASSES)
+# lower-to-gpu keeps host-level control flow (host branches and loops launch kernels)
+GPU_GRAPH_PASSES = GRAPH_PASSES
 
 
 class PassLoadError(Exception):

@@ -366,7 +366,9 @@ def metadata_json(entries: dict[str, tuple[list[Spec], list[Spec]]], default_ent
 
 def load(path: str, num_threads: int | None = None) -> NativeModule:
     """Load a shared library written by ``CompiledModule.export``: checked before it
-    is mapped and loaded under its content's name (runtime/library.py)."""
+    is mapped and loaded under its content's name (runtime/library.py). A CUDA
+    library (``--target cuda``) loads without a GPU; its first call checks for one
+    (runtime/cuda.py)."""
     from dlc.runtime.library import LibraryError, open_library, read_library
 
     if num_threads is not None:
@@ -402,6 +404,10 @@ def load(path: str, num_threads: int | None = None) -> NativeModule:
         except AttributeError:
             raise DlcRuntimeError(f"{path}: the metadata names @{name}, which the library lacks") from None
 
+    if meta.get("target") == "cuda":  # an exported CUDA module (runtime/cuda.py)
+        from dlc.runtime.cuda import load_cuda_module
+
+        return load_cuda_module(path, lib, meta, specs, address)
     entries = {name: EntryPoint(name, address(name), ins, outs) for name, (ins, outs) in specs.items()}
     module = NativeModule(entries, default, address("dlc_set_num_threads"), keepalive=lib,
                           release_workspaces_address=address("dlc_release_workspaces"),

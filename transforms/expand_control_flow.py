@@ -20,11 +20,11 @@ per iteration and the results threaded through:
   (``i < M and cond``, the ONNX rule) is carried: each carried value becomes
   ``where(active, new, old)`` and each scan row ``where(active, row, 0)``.
 
-Opt-in on the CPU: ``dlc.compile`` keeps the region ops and lower-to-loops
-emits real host loops and branches (see lowering/bufferize.py). The GPU
-target runs this pass first (``driver.GPU_GRAPH_PASSES``), as lower-to-gpu
-has no host-level control flow; it is also a way to compare against the
-compiled loops. Above ``max-unroll`` iterations (default 4096) the pass stops
+Opt-in on the CPU and CUDA targets: ``dlc.compile`` keeps the region ops and
+lower-to-loops emits real host loops and branches (see lowering/bufferize.py;
+the CUDA host code launches kernels from them, backends/cuda/host_code.py).
+The C target (bare metal) runs this pass first; it is also a way to compare
+against the compiled loops. Above ``max-unroll`` iterations (default 4096) the pass stops
 with an error naming the op.
 
 Why our own: xDSL's scf unrolling works on scf.for over index bounds, not on

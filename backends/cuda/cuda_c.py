@@ -3,9 +3,10 @@
 Input: the output of ``lower-to-gpu`` (kernels with ``gpu.kernel``, host
 functions with ``gpu.host``). Each kernel becomes a ``__global__`` function with
 ``__launch_bounds__`` under a comment giving its graph op, launch shape, GPU
-schedule and the shapes it reads and writes; each host function an
-``extern "C" int dlc_<name>(inputs..., outputs..., const void* const* weights)``
-that runs the program with the CUDA runtime and returns 0 or the CUDA error.
+schedule and the shapes it reads and writes; each host function the entries of
+``host_code.py`` (``dlc_<name>(inputs..., outputs..., const void* const* weights)``
+on host buffers, ``dlc_<name>__device`` on device pointers), which run the program
+with the CUDA runtime and return 0 or the CUDA error.
 
 Why our own: xDSL has no C/CUDA printer (its only GPU text target is WGSL).
 """
@@ -180,82 +181,15 @@ def emit_kernel(kernel: func.FuncOp) -> str:
     return "\n".join(header + w.lines + ["}"])
 
 
-def emit_host(host: func.FuncOp, kernels: dict[str, func.FuncOp]) -> str:
-    name = host.sym_name.data
-    w = FunctionWriter(f"host function @{name}")
-    num_inputs = host.attributes["tloop.num_inputs"].value.data  # type: ignore[union-attr]
-    params = []
-    for arg in host.body.block.args:
-        const = "const " if arg.index < num_inputs else ""
-        params.append(f"{const}{ctype(arg.type.element_type)}* {w.fresh(arg, f'arg{arg.index}')}")
-    params.append("const void* const* dlc_weights")
-    weights = [a.data for a in host.attributes["gpu.weights"].data]  # type: ignore[union-attr]
-    device: set[SSAValue] = set()
-    lines = [f"// Host entry for @{name}: inputs, outputs (host memory), then the weights",
-             f"// array in this order: {', '.join(weights) if weights else '(none)'}.",
-             f"extern \"C\" int dlc_{name}({', '.join(params)}) {{"]
-    weight_index = 0
-    for op in host.body.block.ops:
-        if isinstance(op, func.ReturnOp):
-            continue
-        if isinstance(op, gpu.AllocOp):
-            type_ = op.result.type
-            var = w.fresh(op.result, "buf")
-            w.line(f"{ctype(type_.element_type)}* {var} = nullptr;")
-            w.line(f"DLC_CHECK(cudaMalloc((void**)&{var}, {byte_size(type_)}));")
-            device.add(op.result)
-        elif isinstance(op, gpu.MemcpyOp):
-            kind = ("cudaMemcpyDeviceToHost" if op.src in device and op.dst not in device
-                    else "cudaMemcpyHostToDevice" if op.dst in device and op.src not in device
-                    else "cudaMemcpyDeviceToDevice")
-            w.line(f"DLC_CHECK(cudaMemcpy({w[op.dst]}, {w[op.src]}, {byte_size(op.dst.type)}, {kind}));")
-        elif isinstance(op, gpu.DeallocOp):
-            w.line(f"DLC_CHECK(cudaFree({w[op.buffer]}));")
-        elif isinstance(op, WeightOp):
-            type_ = op.buffer.type
-            var = w.fresh(op.buffer, "weight")
-            w.line(f"const {ctype(type_.element_type)}* {var} = (const {ctype(type_.element_type)}*)"
-                   f"dlc_weights[{weight_index}];  // \"{op.weight_name.data}\"")
-            weight_index += 1
-        elif isinstance(op, memref.ViewOp):
-            type_ = op.result.type
-            var = w.fresh(op.result, "view")
-            shift = w[op.byte_shift]
-            w.line(f"{ctype(type_.element_type)}* {var} = ({ctype(type_.element_type)}*)((char*){w[op.source]} + {shift});")
-            if op.source in device:
-                device.add(op.result)
-        elif isinstance(op, memref.ReinterpretCastOp):  # a reshape view (bufferize.py): same pointer
-            w.names[op.result] = w[op.source]
-            if op.source in device:
-                device.add(op.result)
-        elif isinstance(op, gpu.LaunchFuncOp):
-            kname = op.kernel.root_reference.data
-            kernel = kernels.get(kname)
-            if kernel is None:
-                raise CudaEmitError(f"emit-cuda: host function @{name}: @{kname} is not a GPU kernel")
-            grid = kernel.attributes["gpu.grid"].get_values()  # type: ignore[union-attr]
-            block = kernel.attributes["gpu.block"].get_values()  # type: ignore[union-attr]
-            args = ", ".join(w[a] for a in op.kernelOperands)
-            w.line(f"{kname}<<<dim3({grid[0]}, {grid[1]}, {grid[2]}), dim3({block[0]}, {block[1]}, {block[2]})>>>({args});")
-            w.line("DLC_CHECK(cudaGetLastError());")
-        elif isinstance(op, arith.ConstantOp):
-            w.op(op)
-        else:
-            raise CudaEmitError(f"emit-cuda: host function @{name}: unsupported op '{op.name}' "
-                                "(run lower-to-gpu first)")
-    w.line("DLC_CHECK(cudaDeviceSynchronize());")
-    w.line("return 0;")
-    return "\n".join(lines + w.lines + ["}"])
-
-
 def emit_cuda(module: ModuleOp) -> str:
     """The whole module as CUDA C. Graph-level or loop-level input is lowered first
     (``lower-to-loops``, ``lower-to-gpu``), in place."""
+    from dlc.backends.cuda.host_code import HOST_PRELUDE, emit_host  # host entries, control flow
     from dlc.backends.cuda.lower_to_gpu import ensure_gpu_lowered, is_host, is_kernel
 
     ensure_gpu_lowered(module)
     kernels = {op.sym_name.data: op for op in module.ops if is_kernel(op)}
-    parts = [PRELUDE, CUDA_HELPERS]
+    parts = [PRELUDE, HOST_PRELUDE, CUDA_HELPERS]
     parts += [emit_kernel(k) for k in kernels.values()]
     parts += [emit_host(h, kernels) for h in module.ops if is_host(h)]
     return "\n\n".join(parts) + "\n"

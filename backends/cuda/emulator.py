@@ -29,7 +29,7 @@ from xdsl.ir import Block, Operation, SSAValue
 from dlc.backends.cuda.cuda_c import is_shared, strides_of
 from dlc.dialects import cuda
 from dlc.dialects.graph_base import numpy_dtype
-from dlc.dialects.tloop import ForOp, WeightOp, YieldOp
+from dlc.dialects.tloop import ForOp, YieldOp
 from dlc.lowering.scalar_semantics import ScalarError, constant_value, knows, scalar_function
 
 
@@ -266,42 +266,8 @@ def _run_block(name: str, gens: list, where: tuple[int, int, int], phase: list) 
 
 
 def emulate(module: ModuleOp, inputs: Sequence[np.ndarray], entry: str = "main") -> list[np.ndarray]:
-    """Run a GPU-lowered module's host function ``entry`` with emulated kernels."""
-    from dlc.backends.cuda.lower_to_gpu import is_host, is_kernel
-    from dlc.weights import lookup_weight
+    """Run a GPU-lowered module's host function ``entry`` (its branches and loops too,
+    ``host_exec.py``) with emulated kernels."""
+    from dlc.backends.cuda.host_exec import HostExecutor
 
-    kernels = {op.sym_name.data: op for op in module.ops if is_kernel(op)}
-    host = next(op for op in module.ops if is_host(op) and op.sym_name.data == entry)
-    env: dict[SSAValue, np.ndarray] = {}
-    block = host.body.block
-    num_inputs = host.attributes["tloop.num_inputs"].value.data  # type: ignore[union-attr]
-    outputs = []
-    for arg in block.args:
-        t = arg.type
-        if arg.index < num_inputs:
-            given = np.asarray(inputs[arg.index])
-            want = numpy_dtype(t.element_type)
-            if given.dtype.type.__module__ == "ml_dtypes" and given.dtype.itemsize == np.dtype(want).itemsize:
-                given = given.view(want)  # bf16 & co. live in memory as their bits (i16...)
-            env[arg] = np.array(given, dtype=want)
-        else:
-            env[arg] = np.zeros(t.get_shape(), numpy_dtype(t.element_type))
-            outputs.append(env[arg])
-    for op in block.ops:
-        if isinstance(op, gpu.AllocOp):
-            t = op.result.type
-            env[op.result] = np.full(t.get_shape(), np.nan) .astype(numpy_dtype(t.element_type)) if not isinstance(t.element_type, IntegerType) else np.zeros(t.get_shape(), numpy_dtype(t.element_type))
-        elif isinstance(op, gpu.MemcpyOp):
-            env[op.dst][...] = env[op.src]
-        elif isinstance(op, WeightOp):
-            env[op.buffer] = np.asarray(lookup_weight(op, op.weight_name.data))
-        elif isinstance(op, memref.ReinterpretCastOp):  # a reshape view (bufferize.py)
-            env[op.result] = env[op.source].reshape(op.result.type.get_shape())
-        elif isinstance(op, gpu.LaunchFuncOp):
-            kernel = kernels[op.kernel.root_reference.data]
-            emulate_kernel(kernel, [env[v] for v in op.kernelOperands])
-        elif isinstance(op, (gpu.DeallocOp, arith.ConstantOp, func.ReturnOp)):
-            continue
-        else:
-            raise EmulationError(f"host @{entry}: the emulator does not support '{op.name}'")
-    return outputs
+    return HostExecutor(module, entry, emulate_kernel).run(inputs)

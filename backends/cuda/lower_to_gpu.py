@@ -9,11 +9,12 @@ Input: the loop-level contract (``tloop.kernel`` and ``tloop.host`` functions).
    becomes ``%i = lb + gpu.thread_id x * step``, guarded by ``scf.if`` when the
    loop is shorter than the launch extent. The kernel gets ``gpu.kernel`` and
    its launch shape ``gpu.grid`` / ``gpu.block`` (``array<i64: x, y, z>``).
-3. Host functions use device buffers: ``gpu.alloc`` + ``gpu.memcpy`` for
-   inputs and weights, ``gpu.alloc``/``gpu.dealloc`` for intermediates,
-   ``gpu.launch_func`` per kernel call, outputs copied back at the end. The
-   weights used are listed, in the order the host entry takes them, in the
-   host function's ``gpu.weights`` attribute.
+3. Host functions run on device buffers: their arguments and weights are device
+   pointers (the entries of ``host_code.py`` copy host buffers in and out),
+   ``gpu.alloc``/``gpu.dealloc`` for intermediates, ``gpu.launch_func`` per kernel
+   call. The weights used are listed, in the order the host entry takes them, in
+   the host function's ``gpu.weights`` attribute. Host control flow (``scf.if``,
+   ``scf.for``, ``scf.while``) stays host control flow, at any depth.
 
 Kernels stay ``func.func`` (not ``gpu.func`` in a ``gpu.module``): xDSL has no
 outlining and its gpu ops print only in generic form; the CUDA/PTX emitters
@@ -172,37 +173,39 @@ def _index_consts(block: Block, anchor: Operation, values: tuple[int, ...]) -> l
     return out
 
 
-def lower_host(host: func.FuncOp, shapes: dict[str, LaunchShape]) -> None:
-    name = host.sym_name.data
+def _hoist_weights(host: func.FuncOp) -> list[str]:
+    """Move every ``tloop.weight`` (branches and loop bodies too) to the entry, one per
+    name: weights are constants, so the entry takes them once as device pointers."""
     block = host.body.block
-    num_inputs = host.attributes["tloop.num_inputs"].value.data  # type: ignore[union-attr]
-    first = block.first_op
-    ret = block.last_op
-    assert first is not None and ret is not None
-    device_args = []
-    for index, arg in enumerate(block.args):
-        alloc = gpu.AllocOp(arg.type)
-        alloc.results[0].name_hint = f"d_{arg.name_hint or f'arg{index}'}"
-        uses = list(arg.uses)
-        block.insert_op_before(alloc, first)
-        for use in uses:
-            use.operation.operands[use.index] = alloc.results[0]
-        if index < num_inputs:
-            block.insert_op_before(gpu.MemcpyOp(arg, alloc.results[0]), first)
-        device_args.append((arg, alloc.results[0], index >= num_inputs))
-    weights: list[str] = []
-    for op in list(block.ops):
-        if isinstance(op, WeightOp):
-            alloc = gpu.AllocOp(op.buffer.type)
-            alloc.results[0].name_hint = f"d_{op.buffer.name_hint or 'weight'}"
-            uses = list(op.buffer.uses)
-            block.insert_op_after(alloc, op)
-            for use in uses:
-                use.operation.operands[use.index] = alloc.results[0]
-            block.insert_op_after(gpu.MemcpyOp(op.buffer, alloc.results[0]), alloc)
-            device_args.append((op.buffer, alloc.results[0], False))
-            weights.append(op.weight_name.data)
-        elif isinstance(op, memref.AllocOp):
+    kept: dict[str, WeightOp] = {}
+    for op in [o for o in host.walk() if isinstance(o, WeightOp)]:
+        name = op.weight_name.data
+        op.detach()
+        if name in kept:
+            op.buffer.replace_all_uses_with(kept[name].buffer)
+            op.erase()
+        else:
+            kept[name] = op
+    anchor = block.first_op
+    assert anchor is not None
+    block.insert_ops_before(list(kept.values()), anchor)
+    return list(kept)
+
+
+def lower_host(host: func.FuncOp, shapes: dict[str, LaunchShape]) -> None:
+    """Host code on device buffers. The function's arguments are device pointers (the
+    emitted entries copy host buffers in and out, or take device pointers as they are),
+    weights come as a table of device pointers (``gpu.weights`` gives its order),
+    buffers become ``gpu.alloc``/``gpu.dealloc``, kernel calls ``gpu.launch_func``.
+    Host control flow (``scf.if``/``scf.for``/``scf.while`` from lower-to-loops) stays:
+    its ``memref.load``/``memref.store`` of a condition, trip count or iteration index
+    read and write device memory (the CUDA C copies that one element), so nothing is
+    unrolled however many iterations a loop has."""
+    name = host.sym_name.data
+    weights = _hoist_weights(host)
+    for op in list(host.walk()):
+        block = op.parent_block()
+        if isinstance(op, memref.AllocOp):
             alloc = gpu.AllocOp(op.memref.type)
             alloc.results[0].name_hint = op.memref.name_hint
             block.insert_op_before(alloc, op)
@@ -226,11 +229,6 @@ def lower_host(host: func.FuncOp, shapes: dict[str, LaunchShape]) -> None:
             block.insert_op_before(launch, op)
             op.detach()
             op.erase()
-    for host_value, device_value, copy_back in device_args:
-        if copy_back:
-            block.insert_op_before(gpu.MemcpyOp(device_value, host_value), ret)
-    for _, device_value, _ in device_args:
-        block.insert_op_before(gpu.DeallocOp(device_value), ret)
     host.attributes["gpu.host"] = UnitAttr()
     host.attributes["gpu.weights"] = ArrayAttr([StringAttr(w) for w in weights])
 
@@ -276,7 +274,7 @@ def ensure_gpu_lowered(module: ModuleOp) -> ModuleOp:
         from dlc.passes import GPU_GRAPH_PASSES, load_pass
 
         ctx = make_context()
-        for name in GPU_GRAPH_PASSES:  # the CPU target's graph pipeline, control flow unrolled first
+        for name in GPU_GRAPH_PASSES:  # the CPU target's graph pipeline; control flow stays
             load_pass(name)().apply(ctx, module)
         lower_module(module)
     if any(is_kernel(op) and "gpu.kernel" not in op.attributes for op in module.ops) or any(

@@ -90,22 +90,33 @@ def compile_shared_library(source: str, arch: str = "sm_90", cache_dir: str | No
 class CudaProgram:
     """A compiled host function: ``program(*inputs) -> list of outputs``."""
 
-    def __init__(self, lib_path: str, host: func.FuncOp, weights: list[np.ndarray], source: str = ""):
+    def __init__(self, lib_path: str, host: func.FuncOp, weights: list[np.ndarray], source: str = "",
+                 arch: str = "sm_90"):
         self.lib_path = lib_path
         self.cuda_source = source  # the .cu text nvcc compiled
+        self.arch = arch
+        # (input names, output names) of the graph function (ONNX tensor names), set by
+        # dlc.compile; None: input0.., output0..
+        self.names: tuple[list[str], list[str]] | None = None
         self.timings: dict[str, float] = {}
         self.name = host.sym_name.data
         self.entries: dict[str, CudaProgram] = {self.name: self}
-        self.lib = ctypes.CDLL(lib_path)
-        self.entry = getattr(self.lib, f"dlc_{self.name}")
-        self.entry.restype = ctypes.c_int
-        self.lib.dlc_cuda_error_string.restype = ctypes.c_char_p
+        self.lib, self.load_error = None, ""
+        try:
+            self.lib = ctypes.CDLL(lib_path)
+        except OSError as err:  # a build for export only, on a machine without the CUDA runtime
+            self.load_error = str(err).splitlines()[0]
+        if self.lib is not None:
+            self.entry = getattr(self.lib, f"dlc_{self.name}")
+            self.entry.restype = ctypes.c_int
+            self.lib.dlc_cuda_error_string.restype = ctypes.c_char_p
         num_inputs = host.attributes["tloop.num_inputs"].value.data  # type: ignore[union-attr]
         types = [arg.type for arg in host.body.block.args]
         assert all(isinstance(t, MemRefType) for t in types)
         self.input_types = types[:num_inputs]
         self.output_types = types[num_inputs:]
         self.weights = weights
+        self.weight_names = [a.data for a in host.attributes["gpu.weights"].data]  # type: ignore[union-attr]
         self.weight_table = (ctypes.c_void_p * max(1, len(weights)))(
             *[w.ctypes.data for w in weights] or [None]
         )
@@ -113,13 +124,13 @@ class CudaProgram:
     @property
     def input_specs(self) -> list[tuple[str, tuple[int, ...], np.dtype]]:
         """(name, shape, dtype) of each input, like ``dlc.compile``'s CPU modules."""
-        return [(f"input{k}", tuple(t.get_shape()), numpy_dtype(t.element_type))
-                for k, t in enumerate(self.input_types)]
+        names = self.names[0] if self.names else [f"input{k}" for k in range(len(self.input_types))]
+        return [(n, tuple(t.get_shape()), numpy_dtype(t.element_type)) for n, t in zip(names, self.input_types)]
 
     @property
     def output_specs(self) -> list[tuple[str, tuple[int, ...], np.dtype]]:
-        return [(f"output{k}", tuple(t.get_shape()), numpy_dtype(t.element_type))
-                for k, t in enumerate(self.output_types)]
+        names = self.names[1] if self.names else [f"output{k}" for k in range(len(self.output_types))]
+        return [(n, tuple(t.get_shape()), numpy_dtype(t.element_type)) for n, t in zip(names, self.output_types)]
 
     def run(self, entry: str, *inputs: np.ndarray) -> list[np.ndarray]:
         """Call another host function compiled into the same library."""
@@ -128,10 +139,19 @@ class CudaProgram:
         return self.entries[entry](*inputs)
 
     def export(self, path: str) -> str:
-        raise CudaBuildError(
-            f"cuda: export is not supported for the cuda target yet (dlc.runtime loads CPU "
-            f"libraries); the nvcc-built library is {self.lib_path}, host entry dlc_{self.name}"
-        )
+        """A library ``dlc.runtime.load`` runs (backends/cuda/export.py): every host
+        function of the module, weights embedded, this one the default entry."""
+        from dlc.backends.cuda.export import CudaExportError, export_library
+        from dlc.output_files import publish_file
+
+        def produce(tmp: str) -> None:
+            try:
+                export_library(self.entries, self.name, self.cuda_source, tmp, self.arch)
+            except CudaExportError as err:
+                raise CudaBuildError(str(err)) from None
+
+        publish_file(produce, path)
+        return path
 
     def device_count(self) -> int:
         return int(self.lib.dlc_cuda_device_count())
@@ -147,6 +167,8 @@ class CudaProgram:
         raise CudaBuildError(f"cuda build: no usable {what}: {reason}")
 
     def __call__(self, *inputs: np.ndarray) -> list[np.ndarray]:
+        if self.lib is None:
+            raise CudaBuildError(f"@{self.name}: {self.lib_path} was not loaded ({self.load_error})")
         if len(inputs) != len(self.input_types):
             raise CudaBuildError(f"@{self.name} takes {len(self.input_types)} inputs, got {len(inputs)}")
         self.check_device()
@@ -223,7 +245,7 @@ def build(
         host = hosts[0]
     store = store_of(module, create=False)
     lib = compile_shared_library(source, arch, cache_dir)
-    entries = {h.sym_name.data: CudaProgram(lib, h, host_weights(h, store), source) for h in hosts}
+    entries = {h.sym_name.data: CudaProgram(lib, h, host_weights(h, store), source, arch) for h in hosts}
     program = entries[host.sym_name.data]
     program.entries = entries
     program.timings.update({"lower-and-emit-cuda": emitted - start, "nvcc": time.perf_counter() - emitted})

@@ -174,8 +174,9 @@ def test_host_function_uses_device_buffers():
     module, _ = K.matmul(1, 3, 2, 5, weight=True)
     lower_to_gpu(module)
     text = str(kernel_of(module, "main"))
-    assert text.count('"gpu.alloc"') == 3 and text.count('"gpu.memcpy"') == 3
-    assert text.count('"gpu.launch_func"') == 1 and text.count('"gpu.dealloc"') == 3
+    # arguments and weights are device pointers (host_code.py's entries copy host buffers)
+    assert text.count('"gpu.alloc"') == 0 and text.count('"gpu.memcpy"') == 0
+    assert text.count('"gpu.launch_func"') == 1
     assert 'gpu.weights = ["fc.weight"]' in text
 
 

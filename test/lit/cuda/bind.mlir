@@ -26,11 +26,9 @@ builtin.module {
 // CHECK-NOT:    scf.if
 // CHECK:        memref.store
 // CHECK:      func.func @main(
-// CHECK:        %d_x = "gpu.alloc"()
-// CHECK-NEXT:   "gpu.memcpy"(%d_x, %x)
-// CHECK:        "gpu.launch_func"({{.*}}) <{kernel = @main_0_neg
-// CHECK:        "gpu.memcpy"(%y, %d_y)
-// CHECK:        "gpu.dealloc"(%d_x)
+// CHECK-NOT:    "gpu.memcpy"
+// CHECK:        "gpu.launch_func"({{.*}}%x, %y) <{kernel = @main_0_neg
+// CHECK-NOT:    "gpu.memcpy"
 
 // PTX:      .target sm_90
 // PTX:      .visible .entry main_0_neg(

@@ -41,7 +41,8 @@ builtin.module {
 // CHECK: __syncthreads();
 // CHECK: #pragma unroll
 // CHECK-NEXT: for (int64_t kk = 0; kk < 16; kk++) {
-// CHECK: extern "C" int dlc_main(const float* a, float* c, const void* const* dlc_weights)
+// CHECK: extern "C" int dlc_main__device(const float* a, float* c, const void* const* dlc_weights)
 // CHECK: const float* w = (const float*)dlc_weights[0];  // "fc.weight"
-// CHECK: DLC_CHECK(cudaMemcpy(d_w, w, 9372, cudaMemcpyHostToDevice));
-// CHECK: main_0_matmul<<<dim3(2, 2, 2), dim3(16, 16, 1)>>>(d_a, d_w, d_c);
+// CHECK: main_0_matmul<<<dim3(2, 2, 2), dim3(16, 16, 1)>>>(a, w, c);
+// CHECK: extern "C" int dlc_main(const float* a, float* c, const void* const* dlc_weights)
+// CHECK: status = (int)cudaMemcpy(d_weights[0], dlc_weights[0], 9372, cudaMemcpyHostToDevice);

@@ -40,13 +40,14 @@ func.func @cnn(%x: tensor<2x3x7x5xf32>) -> tensor<2x5xf32> {
 // CHECK:      // @cnn_{{[0-9]+}}_reduce_mean: graph.reduce_mean
 // CHECK:      // @cnn_{{[0-9]+}}_matmul{{[a-z_]*}}: graph.matmul
 // CHECK:      // @cnn_{{[0-9]+}}_softmax: graph.softmax
+// CHECK:      extern "C" int dlc_cnn__device(const float* x, float* result0, const void* const* dlc_weights) {
+// CHECK:        cnn_{{[0-9]+}}_conv2d{{[a-z_]*}}<<<dim3(2, 1, 1), dim3(256, 1, 1)>>>(x,
+// CHECK-NEXT:   DLC_CHECK(cudaGetLastError());
+// CHECK:        DLC_CHECK(cudaMalloc((void**)&d_x, 840));
+// CHECK:        status = (int)cudaMemcpy(result0, d_result0, 40, cudaMemcpyDeviceToHost);
 // CHECK:      // Host entry for @cnn: inputs, outputs (host memory), then the weights
 // CHECK-NEXT: // array in this order: {{.+}}.
 // CHECK-NEXT: extern "C" int dlc_cnn(const float* x, float* result0, const void* const* dlc_weights) {
-// CHECK:        DLC_CHECK(cudaMalloc((void**)&d_x, 840));
-// CHECK:        cnn_{{[0-9]+}}_conv2d{{[a-z_]*}}<<<dim3(2, 1, 1), dim3(256, 1, 1)>>>(d_x,
-// CHECK-NEXT:   DLC_CHECK(cudaGetLastError());
-// CHECK:        DLC_CHECK(cudaMemcpy(result0, d_result0, 40, cudaMemcpyDeviceToHost));
 
 // PTX:      .visible .entry cnn_{{[0-9]+}}_conv2d
 // PTX:      .maxntid 256, 1, 1

@@ -50,5 +50,6 @@ builtin.module {
 // CHECK: __shfl_xor_sync(0xffffffffu, {{.*}}, 16)
 // CHECK: __shared__ float warp_partials[2];
 // CHECK: __syncthreads();
+// CHECK: extern "C" int dlc_main__device(const float* x, float* y, const void* const* dlc_weights)
+// CHECK: main_0_softmax<<<dim3(5, 1, 1), dim3(64, 1, 1)>>>(x, y);
 // CHECK: extern "C" int dlc_main(const float* x, float* y, const void* const* dlc_weights)
-// CHECK: main_0_softmax<<<dim3(5, 1, 1), dim3(64, 1, 1)>>>(d_x, d_y);

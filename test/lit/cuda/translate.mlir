@@ -40,11 +40,13 @@ func.func @conv(%x: tensor<1x3x11x13xf32>, %w: tensor<5x3x3x3xf32>) -> tensor<1x
 // CHECK:      // @conv_0_conv2d: graph.conv2d
 // CHECK-NEXT: // launch: grid (3, 1, 1), block (256, 1, 1)
 // CHECK:        float acc[1];
-// CHECK:      extern "C" int dlc_add(const float* a, const float* b, float* result0, const void* const* dlc_weights) {
-// CHECK:        DLC_CHECK(cudaMalloc((void**)&d_a, 60));
-// CHECK:        add_0_add<<<dim3(1, 1, 1), dim3(128, 1, 1)>>>(d_a, d_b, d_result0);
+// CHECK:      extern "C" int dlc_add__device(const float* a, const float* b, float* result0, const void* const* dlc_weights) {
+// CHECK:        add_0_add<<<dim3(1, 1, 1), dim3(128, 1, 1)>>>(a, b, result0);
 // CHECK-NEXT:   DLC_CHECK(cudaGetLastError());
-// CHECK:        DLC_CHECK(cudaMemcpy(result0, d_result0, 420, cudaMemcpyDeviceToHost));
+// CHECK:      extern "C" int dlc_add__copying(const float* a, const float* b, float* result0, const void* const* d_weights) {
+// CHECK:        DLC_CHECK(cudaMalloc((void**)&d_a, 60));
+// CHECK:        status = (int)cudaMemcpy(result0, d_result0, 420, cudaMemcpyDeviceToHost);
+// CHECK:      extern "C" int dlc_add(const float* a, const float* b, float* result0, const void* const* dlc_weights) {
 // CHECK:      extern "C" int dlc_mm(
 
 // PTX: .visible .entry add_0_add(
