@@ -1,7 +1,7 @@
 """Modern-model benchmark (issue 21): dlc vs onnxruntime, each engine alone in its own process.
 
     python -m dlc.bench.modern_models [--models bert,gpt] [--threads 2,1] [--rounds 5] [--block 3]
-                                      [--quick] [--profile] [--cache DIR]
+                                      [--quick] [--profile] [--cache DIR] [--baseline DIR]
 
 Models (``bench/modern_zoo.py``, torch.nn with seeded random weights, exported
 with ``torch.onnx.export(dynamo=False, opset 17)``): a BERT-base-width encoder,
@@ -19,6 +19,10 @@ onnxruntime (relative to max |ort output|); a geomean of the ratios per thread
 count closes it. ``--quick`` uses tiny sizes and 2 rounds: a smoke test, not a
 measurement. ``--profile`` compiles dlc with ``profile=True`` and prints its
 per-kernel table (at the first thread count) after the model's rows.
+``--baseline DIR`` (a directory holding another ``dlc`` package, e.g. an older
+commit's ``git archive`` under ``DIR/dlc``) adds a third engine in the same
+alternating rounds: the table then shows its time and dlc / baseline, a
+before/after measurement from one run.
 """
 
 from __future__ import annotations
@@ -37,13 +41,18 @@ import numpy as np
 ERR_LIMIT = 1e-3  # max |dlc - ort| / max |ort| accepted as a match
 
 
-def _worker(conn, engine: str, path: str, inputs_path: str, profile: bool) -> None:
-    """One engine in its own process: commands arrive on ``conn``."""
+def _worker(conn, engine: str, path: str, inputs_path: str, profile: bool, root: str | None = None) -> None:
+    """One engine in its own process: commands arrive on ``conn``. ``root``: import dlc from there."""
+    if root is not None:
+        sys.path.insert(0, root)
     data = np.load(inputs_path)
     inputs = [data[f"arg{i}"] for i in range(len(data.files))]
     try:
         if engine == "dlc":
             import dlc
+
+            if root is not None and not os.path.abspath(dlc.__file__).startswith(os.path.abspath(root)):
+                raise ImportError(f"--baseline: dlc came from {dlc.__file__}, not from {root}")
 
             start = time.perf_counter()
             compiled = dlc.compile(path, profile=profile)
@@ -100,10 +109,11 @@ def _worker(conn, engine: str, path: str, inputs_path: str, profile: bool) -> No
 
 
 class Engine:
-    def __init__(self, engine: str, path: str, inputs_path: str, profile: bool = False):
+    def __init__(self, engine: str, path: str, inputs_path: str, profile: bool = False, root: str | None = None):
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_worker, args=(child, engine, path, inputs_path, profile), daemon=True)
+        self.proc = ctx.Process(target=_worker, args=(child, engine, path, inputs_path, profile, root),
+                                daemon=True)
         self.proc.start()
         kind, value = self.conn.recv()
         self.error = value if kind == "error" else None
@@ -142,17 +152,19 @@ def bench_model(name: str, args, cache: str) -> list[dict]:
         np.savez(inputs_path, **{f"arg{i}": x for i, x in enumerate(inputs)})
     ort_engine = Engine("ort", path, inputs_path)
     dlc_engine = Engine("dlc", path, inputs_path, args.profile)
+    engines = [("dlc", dlc_engine), ("ort", ort_engine)]
+    if args.baseline:
+        engines.append(("base", Engine("dlc", path, inputs_path, root=args.baseline)))
     try:
-        error = dlc_engine.error or ort_engine.error
+        error = next((e.error for _, e in engines if e.error), None)
         if error:
             return [{"model": name, "threads": t, "error": error} for t in args.threads]
         rows = []
         abs_err, rel_err = compare(dlc_engine.ask("output", args.threads[0]), ort_engine.ask("output", args.threads[0]))
         for threads in args.threads:
-            medians = {"dlc": [], "ort": []}
+            medians = {key: [] for key, _ in engines}
             for r in range(args.rounds):
-                order = [("dlc", dlc_engine), ("ort", ort_engine)]
-                for key, engine in (order if r % 2 == 0 else order[::-1]):  # alternate who goes first
+                for key, engine in (engines if r % 2 == 0 else engines[::-1]):  # alternate who goes first
                     medians[key].append(statistics.median(engine.ask("time", threads, args.block, args.settle)))
             row = {"model": name, "threads": threads, "compile_s": dlc_engine.compile_s,
                    "abs_err": abs_err, "rel_err": rel_err}
@@ -161,14 +173,17 @@ def bench_model(name: str, args, cache: str) -> list[dict]:
                 row[f"{key}_ms"] = mid * 1e3
                 row[f"{key}_spread"] = (max(values) - min(values)) / mid
             row["ratio"] = row["dlc_ms"] / row["ort_ms"]
+            if "base_ms" in row:
+                row["vs_base"] = row["dlc_ms"] / row["base_ms"]
+                row["base_compile_s"] = engines[2][1].compile_s
             rows.append(row)
         if args.profile:
             print(f"\n{name}: dlc per-kernel profile, threads={args.threads[0]}")
             print(dlc_engine.ask("profile", args.threads[0], max(2, args.block)))
         return rows
     finally:
-        dlc_engine.close()
-        ort_engine.close()
+        for _, engine in engines:
+            engine.close()
 
 
 def geomean(values: list[float]) -> float:
@@ -191,9 +206,11 @@ def print_table(rows: list[dict], quick: bool) -> None:
                 continue
             ratios.append(r["ratio"])
             match = "ok" if r["rel_err"] <= ERR_LIMIT else "MISMATCH"
+            base = (f"  base {r['base_ms']:.2f} ms ({r['base_spread']:.0%}), dlc/base {r['vs_base']:.2f}"
+                    if "base_ms" in r else "")
             print(f"{r['model']:<13}{threads:>4}{r['compile_s']:>10.1f}{r['dlc_ms']:>10.2f}{r['dlc_spread']:>7.0%} "
                   f"{r['ort_ms']:>10.2f}{r['ort_spread']:>7.0%} {r['ratio']:>7.2f}{r['abs_err']:>13.2e}"
-                  f"{r['rel_err']:>9.1e}  {match}")
+                  f"{r['rel_err']:>9.1e}  {match}{base}")
         if ratios:
             print(f"{'geomean':<13}{threads:>4}{'':>46}{geomean(ratios):>7.2f}")
 
@@ -209,6 +226,8 @@ def parse_args(argv):
     parser.add_argument("--settle", type=float, default=0.1, help="untimed seconds before each block")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, 2 rounds: a smoke test")
     parser.add_argument("--profile", action="store_true", help="print dlc's per-kernel profile per model")
+    parser.add_argument("--baseline", default=None, metavar="DIR",
+                        help="also time the dlc package under DIR/dlc (before/after in one run)")
     parser.add_argument("--cache", default=None, help="directory for the exported .onnx (default: a temp dir)")
     args = parser.parse_args(argv)
     args.models = [m.strip() for m in args.models.split(",") if m.strip()]
