@@ -43,8 +43,10 @@ ERR_LIMIT = 1e-3  # max |dlc - ort| / max |ort| accepted as a match
 
 def _worker(conn, engine: str, path: str, inputs_path: str, profile: bool, root: str | None = None) -> None:
     """One engine in its own process: commands arrive on ``conn``. ``root``: import dlc from there."""
-    if root is not None:
+    if root is not None:  # spawn imported this module's dlc to find _worker: drop it, import root's
         sys.path.insert(0, root)
+        for name in [m for m in sys.modules if m == "dlc" or m.startswith("dlc.")]:
+            del sys.modules[name]
     data = np.load(inputs_path)
     inputs = [data[f"arg{i}"] for i in range(len(data.files))]
     try:

@@ -215,3 +215,43 @@ def test_dense_epilogue_without_k_blocks_has_no_guard_and_no_epilogue_nest():
     kernel = _scheduled_kernel(_dense_chain((), 64, 48, 64))
     assert "scf.if" not in kernel and kernel.count("arith.minimumf") == 1
     assert "%m_s2" not in kernel
+
+
+def _gelu_chain(m: int, n: int, k: int, returned: str = "%y") -> str:
+    """matmul -> add(bias) -> erf-GELU as torch exports it: x * (1 + erf(x / sqrt 2)) * 0.5."""
+    t = lambda *s: "tensor<" + "x".join(map(str, s)) + "xf32>"  # noqa: E731
+    o = t(m, n)
+    extra = f", {o}" if returned != "%y" else ""
+    return f"""
+func.func @main(%a: {t(m, k)}, %b: {t(k, n)}, %bias: {t(n)}) -> ({o}{extra}) {{
+  %c = graph.matmul %a, %b : ({t(m, k)}, {t(k, n)}) -> {o}
+  %x = graph.add %c, %bias : ({o}, {t(n)}) -> {o}
+  %r2 = graph.constant dense<1.4142135> : tensor<f32>
+  %one = graph.constant dense<1.0> : tensor<f32>
+  %half = graph.constant dense<0.5> : tensor<f32>
+  %d = graph.div %x, %r2 : ({o}, tensor<f32>) -> {o}
+  %e = graph.erf %d : ({o}) -> {o}
+  %p = graph.add %e, %one : ({o}, tensor<f32>) -> {o}
+  %q = graph.mul %x, %p : ({o}, {o}) -> {o}
+  %y = graph.mul %q, %half : ({o}, tensor<f32>) -> {o}
+  func.return %y{", " + returned if extra else ""} : {o}{extra}
+}}"""
+
+
+def test_gelu_dag_joins_the_dense_group():
+    # %x is read twice (div and the final mul): the single-exit region closes at %q
+    assert _groups(_gelu_chain(7, 13, 5)) == {0: ["matmul", "add", "div", "erf", "add", "mul", "mul"]}
+    assert _kernels(_gelu_chain(7, 13, 5)) == ["main_9_matmul_add_div_erf_add_mul_mul"]
+
+
+def test_gelu_dag_with_an_intermediate_used_outside_is_not_one_group():
+    # %e is returned too: the region never closes into one result, the old chains stay
+    groups = _groups(_gelu_chain(7, 13, 5, returned="%e"))
+    assert ["matmul", "add", "div", "erf", "add", "mul", "mul"] not in groups.values()
+    assert groups[0] == ["matmul", "add"]
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 13, 5), (7, 31, 600), (128, 67, 37)])
+def test_gelu_dag_executes_like_the_evaluator(m, n, k):
+    inputs = [RNG.normal(size=s).astype(np.float32) for s in [(m, k), (k, n), (n,)]]
+    _run(_gelu_chain(m, n, k), inputs, rtol=1e-4, atol=2e-6 * k)
