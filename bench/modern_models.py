@@ -201,12 +201,14 @@ def print_table(rows: list[dict], quick: bool) -> None:
     print(header)
     print("-" * len(header))
     for threads in sorted({r["threads"] for r in rows}, reverse=True):
-        ratios = []
+        ratios, vs_base = [], []
         for r in (r for r in rows if r["threads"] == threads):
             if "error" in r:
                 print(f"{r['model']:<13}{threads:>4}  {r['error']}")
                 continue
             ratios.append(r["ratio"])
+            if "vs_base" in r:
+                vs_base.append(r["vs_base"])
             match = "ok" if r["rel_err"] <= ERR_LIMIT else "MISMATCH"
             base = (f"  base {r['base_ms']:.2f} ms ({r['base_spread']:.0%}), dlc/base {r['vs_base']:.2f}"
                     if "base_ms" in r else "")
@@ -214,7 +216,8 @@ def print_table(rows: list[dict], quick: bool) -> None:
                   f"{r['ort_ms']:>10.2f}{r['ort_spread']:>7.0%} {r['ratio']:>7.2f}{r['abs_err']:>13.2e}"
                   f"{r['rel_err']:>9.1e}  {match}{base}")
         if ratios:
-            print(f"{'geomean':<13}{threads:>4}{'':>46}{geomean(ratios):>7.2f}")
+            print(f"{'geomean':<13}{threads:>4}{'':>46}{geomean(ratios):>7.2f}"
+                  + (f"{'':>38}dlc/base {geomean(vs_base):.2f}" if vs_base else ""))
 
 
 def parse_args(argv):
