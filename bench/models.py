@@ -2,6 +2,7 @@
 
     python -m dlc.bench.models [--threads 2] [--layout NCHWc] [--runs 5] [--models resnet50,squeezenet]
                                [--budget 60] [--no-simplify] [--no-expand-math]
+    python -m dlc.bench.models --modern [modern_models options]   # transformers, MobileNetV2, LSTM, ViT
 
 For each model (the nine ``onnx/backend/test/data/light`` models and
 ``examples/small_cnn.onnx``): compile once with ``dlc.compile`` (compile time
@@ -134,6 +135,11 @@ def print_table(rows: list[dict], threads: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--modern" in argv:  # issue 21's model classes: bench/modern_models.py
+        from dlc.bench import modern_models
+
+        return modern_models.main([a for a in argv if a != "--modern"])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--runs", type=int, default=5)

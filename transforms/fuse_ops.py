@@ -17,6 +17,11 @@ reductions) and elementwise ops (``Elementwise``, see ``dialects/traits.py``), s
 injective chains are fused together. The chain's other operands (a bias, a
 residual) may come from anywhere before the group's last op.
 
+A value read by several elementwise ops joins too when they close again into
+one result (``single_exit_region``: erf-GELU, ``x * 0.5 * (1 + erf(x / sqrt 2))``,
+reads the bias add's ``x`` twice): ``matmul -> add(bias) -> GELU`` is one group,
+its epilogue a small DAG (``lowering/fused.py``).
+
 A group is marked, readably, by a discardable attribute on each member::
 
     %y = graph.conv2d %x, %w {dlc.group = 0 : i64} : ...
@@ -119,31 +124,63 @@ def raise_softmax(fn: func.FuncOp) -> int:
     return count
 
 
+REGION_LIMIT = 16  # ops a single-exit region may hold (erf-GELU needs 4, tanh-GELU 7)
+
+
+def single_exit_region(value: SSAValue, position: dict[Operation, int],
+                       taken: dict[Operation, list[Operation]]) -> list[Operation] | None:
+    """The elementwise ops, in program order, that read ``value`` (several times) and
+    close into one result nothing else in them feeds: grown one op at a time (the
+    earliest user outside the region of a value still read outside it) until exactly
+    one value, not ``value`` itself, is read outside. None if an op on the way is not an
+    elementwise op of ``value``'s type, is grouped already, or the region grows past
+    REGION_LIMIT."""
+    region: list[Operation] = []
+    inside: set[Operation] = set()
+    while True:
+        open_values = [v for v in [value] + [op.results[0] for op in region]
+                       if any(use.operation not in inside for use in v.uses)]
+        if len(open_values) == 1 and open_values[0] is not value:
+            return sorted(region, key=position.__getitem__)
+        if len(region) >= REGION_LIMIT or not open_values:
+            return None
+        user = min((use.operation for v in open_values for use in v.uses if use.operation not in inside),
+                   key=lambda op: position.get(op, len(position)))
+        if (not is_elementwise(user) or user.results[0].type != value.type or user in taken
+                or user.attributes.get(GROUP_ATTR) is not None):
+            return None
+        region.append(user)
+        inside.add(user)
+
+
 def fuse_function(fn: func.FuncOp, dense: bool, first_id: int = 0) -> int:
     """Mark the groups of ``fn``; returns the next free group id."""
     raise_softmax(fn)
     group_of: dict[Operation, list[Operation]] = {}
     groups: list[list[Operation]] = []
+    position = {op: i for i, op in enumerate(fn.body.block.ops)}
     for op in fn.body.block.ops:
-        if not is_elementwise(op) or op.attributes.get(GROUP_ATTR) is not None:
+        if not is_elementwise(op) or op.attributes.get(GROUP_ATTR) is not None or op in group_of:
             continue
         for value in op.operands:
             producer = value.owner
             if not isinstance(producer, GraphOp) or len(producer.results) != 1:
                 continue
-            if not is_anchor(producer, dense):
+            if not is_anchor(producer, dense) or value.type != op.results[0].type:
                 continue
-            if value.type != op.results[0].type or not value.has_one_use():
+            if producer in group_of and group_of[producer][-1] is not producer:
+                continue  # the producer is inside a group already (defensive)
+            joining = [op] if value.has_one_use() else single_exit_region(value, position, group_of)
+            if not joining or op not in joining:
                 continue
             group = group_of.get(producer)
             if group is None:
                 group = [producer]
                 groups.append(group)
                 group_of[producer] = group
-            elif group[-1] is not producer:
-                continue  # the producer is inside a group already (defensive)
-            group.append(op)
-            group_of[op] = group
+            for member in joining:
+                group.append(member)
+                group_of[member] = group
             break
     next_id = first_id
     for group in groups:

@@ -1,6 +1,8 @@
 """matmul kernel: numpy semantics (batch dims broadcast, 1-D operands promoted).
 
-Loops: batch dims ``%b0..``, then ``%m``, ``%n`` (absent when a 1-D operand
+Loops: batch dims ``%b0..`` (a batch dim of extent 1 gets no loop, index 0: a
+``(1, 128, 768) x (768, 3072)`` dense layer is then a plain GEMM whose schedule
+parallelizes over C blocks, not over a one-iteration batch loop), then ``%m``, ``%n`` (absent when a 1-D operand
 removes them), then the reduction ``%k`` innermost. The accumulator is the
 output element itself (zeroed before the ``%k`` loop), as tloop wants.
 """
@@ -28,8 +30,9 @@ def lower_matmul(op: GraphOp, name: str) -> func.FuncOp:
     b2 = b + [1] if b_vec else b
     batch = list(out_t.get_shape())[: max(len(a2), len(b2)) - 2]
     m, n, k = a2[-2], b2[-1], a2[-1]
-    names = [f"b{i}" for i in range(len(batch))]
-    extents = list(batch)
+    names = [f"b{i}" for i, d in enumerate(batch) if d != 1]
+    extents = [d for d in batch if d != 1]
+    looped_batch = len(extents)
     if not a_vec:
         names.append("m")
         extents.append(m)
@@ -37,10 +40,12 @@ def lower_matmul(op: GraphOp, name: str) -> func.FuncOp:
         names.append("n")
         extents.append(n)
     with kb.loops(names, extents) as ivs:
-        bivs = ivs[: len(batch)]
-        iv_m: Index = ivs[len(batch)] if not a_vec else 0
-        iv_n: Index = ivs[-1] if not b_vec else 0
-        out_idx = list(ivs)
+        looped = iter(ivs[:looped_batch])
+        bivs: list[Index] = [next(looped) if d != 1 else 0 for d in batch]
+        rest = list(ivs[looped_batch:])
+        iv_m: Index = rest[0] if not a_vec else 0
+        iv_n: Index = rest[-1] if not b_vec else 0
+        out_idx = bivs + rest
         kb.store(kb.const(0, et), kb.outputs[0], out_idx)
         with kb.loop("k", k) as iv_k:
             a_idx = broadcast_indices(bivs, a2[:-2], batch) + ([iv_m, iv_k] if not a_vec else [iv_k])

@@ -160,18 +160,22 @@ def _schedule_matmul_tail(s: Schedule, nest: list[str], mr: int, nr: int) -> Non
         s.vectorize(n)
 
 
-def with_fused_epilogue(schedule):
+def with_fused_epilogue(schedule=None, *, revisits: bool = True):
     """`schedule`, then a fused kernel's elementwise tail moved into the register tile's
-    write-back (epilogue.py) when the schedule applied."""
+    write-back (epilogue.py) when the schedule applied; ``revisits``: see fuse_epilogue.
+    Used bare (``@with_fused_epilogue``) or with options."""
+    if schedule is None:
+        return lambda fn: with_fused_epilogue(fn, revisits=revisits)
 
     def apply(s: Schedule, target: Target, *config) -> bool:
         done = schedule(s, target, *config)
         if done and "tloop.fused" in s.kernel.attributes:
-            fuse_epilogue(s.kernel)
+            fuse_epilogue(s.kernel, revisits=revisits)
         return done
 
     apply.__name__ = apply.__qualname__ = schedule.__name__
     apply.__doc__ = schedule.__doc__
+    apply.__wrapped__ = schedule  # the schedule alone (functools convention)
     return apply
 
 
@@ -276,7 +280,7 @@ def matmul_space(s: Schedule, target: Target) -> Space | None:
 
 
 @form_schedule(MATMUL, space=matmul_space)
-@with_fused_epilogue
+@with_fused_epilogue(revisits=False)
 def schedule_matmul(s: Schedule, target: Target, config: dict | None = None) -> bool:
     """The blocked GEMM schedule above; False (kernel untouched) when it does not apply.
     ``config``: a point of :func:`matmul_space` (None: its default)."""

@@ -170,9 +170,11 @@ func.func @main(%a: {t(a)}, %b: {t(b)}, %bias: {t((n,))}, %r: {t(o)}) -> {t(o)} 
 
 
 # primes, 1, exact tiles, K split into blocks (k=600 with n > 512: the last-block guard),
-# tails in both M and N, a batch dimension, the skinny (matrix-vector) schedule
+# tails in both M and N, a batch dimension, the skinny (matrix-vector) schedule, batch dims
+# of extent 1 (no loop: index 0)
 @pytest.mark.parametrize("batch,m,n,k", [((), 1, 1, 1), ((), 1, 67, 13), ((), 8, 16, 1), ((), 37, 1029, 600),
-                                         ((), 67, 53, 31), ((), 3, 200, 1031), ((2,), 9, 17, 5)])
+                                         ((), 67, 53, 31), ((), 3, 200, 1031), ((2,), 9, 17, 5),
+                                         ((1,), 37, 1029, 600), ((1, 3), 9, 17, 5)])
 def test_dense_epilogue_in_write_back_executes_like_the_evaluator(batch, m, n, k):
     text = _dense_chain(batch, m, n, k)
     shapes = [tuple(batch) + (m, k), (k, n), (n,), tuple(batch) + (m, n)]
@@ -180,18 +182,76 @@ def test_dense_epilogue_in_write_back_executes_like_the_evaluator(batch, m, n, k
     _run(text, inputs, rtol=1e-4, atol=2e-6 * k)  # sums of k products: rounding grows with k
 
 
-def test_dense_epilogue_moves_into_the_write_back():
+def test_dense_epilogue_with_k_blocks_keeps_its_own_nest():
+    # K in blocks (600 > KC): an `if last K block` write-back halved the GEMM's speed, so the
+    # matmul schedule leaves the chain in one epilogue nest over the whole output
     kernel = _scheduled_kernel(_dense_chain((), 37, 1029, 600))
-    # the clip (maximumf/minimumf) runs in the acc_out copy, under `if last K block`;
-    # only the partial tiles (rows 32.., columns 1024..) keep a separate epilogue nest
-    write_back = kernel[kernel.index("scf.if"):kernel.index("} else {")]
+    assert "scf.if" not in kernel and kernel.count("arith.minimumf") == 1
+    assert "tloop.for %m_s2 = 0 to 37" in kernel and "tloop.for %n_s2 = 0 to 1029 vectorized" in kernel
+
+
+def test_epilogue_under_a_revisiting_loop_is_fused_when_allowed():
+    """fuse_epilogue's default (the conv schedules) still fuses under `if last`."""
+    from dlc.lowering.schedule.defaults_dense import schedule_matmul
+    from dlc.lowering.schedule.epilogue import fuse_epilogue
+
+    text = _dense_chain((), 37, 1029, 600)
+    module = Parser(make_context(), text).parse_module()
+    FuseOpsPass().apply(make_context(), module)
+    lower_module(module)
+    (kernel,) = [op for op in module.ops if "tloop.fused" in op.attributes]
+    from dlc.lowering.schedule.core import Schedule
+    from dlc.target import Target
+
+    assert schedule_matmul.__wrapped__(Schedule(kernel), Target.host())  # without the epilogue step
+    assert fuse_epilogue(kernel)
+    text = str(kernel)
+    write_back = text[text.index("scf.if"):text.index("} else {")]
     assert "acc_out_d1" in write_back and "arith.minimumf" in write_back and "%extra1" in write_back
-    assert "tloop.for %m_s2 = 0 to 32" in kernel and "tloop.for %n_s2_eb = 1024 to 1029" in kernel
-    assert "tloop.for %m_s2_ea = 32 to 37" in kernel and "%n_s2 = 0 to 1024" not in kernel
-    assert kernel.count("arith.minimumf") == 3  # write-back, column tail, row tail
+    assert text.count("arith.minimumf") == 3  # write-back, column tail, row tail
 
 
 def test_dense_epilogue_without_k_blocks_has_no_guard_and_no_epilogue_nest():
     kernel = _scheduled_kernel(_dense_chain((), 64, 48, 64))
     assert "scf.if" not in kernel and kernel.count("arith.minimumf") == 1
     assert "%m_s2" not in kernel
+
+
+def _gelu_chain(m: int, n: int, k: int, returned: str = "%y") -> str:
+    """matmul -> add(bias) -> erf-GELU as torch exports it: x * (1 + erf(x / sqrt 2)) * 0.5."""
+    t = lambda *s: "tensor<" + "x".join(map(str, s)) + "xf32>"  # noqa: E731
+    o = t(m, n)
+    extra = f", {o}" if returned != "%y" else ""
+    return f"""
+func.func @main(%a: {t(m, k)}, %b: {t(k, n)}, %bias: {t(n)}) -> ({o}{extra}) {{
+  %c = graph.matmul %a, %b : ({t(m, k)}, {t(k, n)}) -> {o}
+  %x = graph.add %c, %bias : ({o}, {t(n)}) -> {o}
+  %r2 = graph.constant dense<1.4142135> : tensor<f32>
+  %one = graph.constant dense<1.0> : tensor<f32>
+  %half = graph.constant dense<0.5> : tensor<f32>
+  %d = graph.div %x, %r2 : ({o}, tensor<f32>) -> {o}
+  %e = graph.erf %d : ({o}) -> {o}
+  %p = graph.add %e, %one : ({o}, tensor<f32>) -> {o}
+  %q = graph.mul %x, %p : ({o}, {o}) -> {o}
+  %y = graph.mul %q, %half : ({o}, tensor<f32>) -> {o}
+  func.return %y{", " + returned if extra else ""} : {o}{extra}
+}}"""
+
+
+def test_gelu_dag_joins_the_dense_group():
+    # %x is read twice (div and the final mul): the single-exit region closes at %q
+    assert _groups(_gelu_chain(7, 13, 5)) == {0: ["matmul", "add", "div", "erf", "add", "mul", "mul"]}
+    assert _kernels(_gelu_chain(7, 13, 5)) == ["main_9_matmul_add_div_erf_add_mul_mul"]
+
+
+def test_gelu_dag_with_an_intermediate_used_outside_is_not_one_group():
+    # %e is returned too: the region never closes into one result, the old chains stay
+    groups = _groups(_gelu_chain(7, 13, 5, returned="%e"))
+    assert ["matmul", "add", "div", "erf", "add", "mul", "mul"] not in groups.values()
+    assert groups[0] == ["matmul", "add"]
+
+
+@pytest.mark.parametrize("m,n,k", [(1, 13, 5), (7, 31, 600), (128, 67, 37)])
+def test_gelu_dag_executes_like_the_evaluator(m, n, k):
+    inputs = [RNG.normal(size=s).astype(np.float32) for s in [(m, k), (k, n), (n,)]]
+    _run(_gelu_chain(m, n, k), inputs, rtol=1e-4, atol=2e-6 * k)

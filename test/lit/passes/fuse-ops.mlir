@@ -133,3 +133,27 @@ func.func @softmax_forms(%x: tensor<3x37xf32>) -> (tensor<3x37xf32>, tensor<3x37
 // CHECK-NEXT:    %e2 = graph.exp %d2 {dlc.group = 0 : i64}
 // CHECK-NEXT:    %s2 = graph.reduce_sum %e2
 // CHECK-NEXT:    %r = graph.div %e2, %s2 :
+
+// -----
+
+// matmul -> bias -> erf-GELU (x read twice: a single-exit region): one group, one kernel.
+func.func @dense_gelu(%x: tensor<7x13xf32>, %k: tensor<13x5xf32>, %b: tensor<5xf32>) -> tensor<7x5xf32> {
+  %p = graph.matmul %x, %k : (tensor<7x13xf32>, tensor<13x5xf32>) -> tensor<7x5xf32>
+  %a = graph.add %p, %b : (tensor<7x5xf32>, tensor<5xf32>) -> tensor<7x5xf32>
+  %r2 = graph.constant dense<1.4142135> : tensor<f32>
+  %one = graph.constant dense<1.0> : tensor<f32>
+  %d = graph.div %a, %r2 : (tensor<7x5xf32>, tensor<f32>) -> tensor<7x5xf32>
+  %e = graph.erf %d : (tensor<7x5xf32>) -> tensor<7x5xf32>
+  %q = graph.add %e, %one : (tensor<7x5xf32>, tensor<f32>) -> tensor<7x5xf32>
+  %y = graph.mul %a, %q : (tensor<7x5xf32>, tensor<7x5xf32>) -> tensor<7x5xf32>
+  func.return %y : tensor<7x5xf32>
+}
+// CHECK-LABEL: func.func @dense_gelu
+// CHECK-NEXT:    %p = graph.matmul %x, %k {dlc.group = 0 : i64}
+// CHECK-NEXT:    %a = graph.add %p, %b {dlc.group = 0 : i64}
+// CHECK:         %d = graph.div %a, %r2 {dlc.group = 0 : i64}
+// CHECK-NEXT:    %e = graph.erf %d {dlc.group = 0 : i64}
+// CHECK-NEXT:    %q = graph.add %e, %one {dlc.group = 0 : i64}
+// CHECK-NEXT:    %y = graph.mul %a, %q {dlc.group = 0 : i64}
+// LOOPS:     func.func @dense_gelu_{{[0-9]+}}_matmul_add_div_erf_add_mul(%a: memref<7x13xf32>, %b: memref<13x5xf32>, %extra0: memref<5xf32>, %extra1: memref<f32>, %extra2: memref<f32>, %out: memref<7x5xf32>)
+// LOOPS-SAME:  tloop.fused = "graph.matmul+add+div+erf+add+mul"
