@@ -370,6 +370,7 @@ def test_resize_nearest_modes(nearest):
 
 
 def test_every_core_op_has_a_kernel():
+    import dlc.frontends.te.custom_kernel  # noqa: F401  graph.custom's generator (the TE frontend's)
     from dlc.lowering.kernels import generator_for
 
     missing = [o.name for o in GRAPH_OPS if not is_composite(o) and generator_for(o.name) is None
