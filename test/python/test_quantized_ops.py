@@ -180,3 +180,83 @@ def test_max_pool_takes_quantized_values():
     x = s8(1, 3, 5, 7)
     got = compile(module_of(g.MaxPool2DOp, [x], dict(kernel=[3, 3], padding=[1, 1, 1, 1]))[0])(x)[0]
     assert got.dtype == np.int8 and got.max() <= x.max()
+
+
+def test_qconv2d_kernel_has_no_float():
+    """The integer kernels compute without f32/f64 (requantization in fixed point)."""
+    from dlc.driver import run_pass
+    from dlc.lowering.kernels import generate
+
+    x, w = u8(1, 3, 5, 5), s8(4, 3, 3, 3)
+    for op_cls, arrays, attrs in [
+        (g.QConv2DOp, [x, w], dict(x_scale=[0.05], w_scale=[0.01, 0.02, 0.03, 0.04], y_scale=[0.1])),
+        (g.QDenseOp, [u8(2, 7), s8(3, 7)], dict(x_scale=[0.05], w_scale=[0.01], y_scale=[0.1])),
+        (g.RequantizeOp, [u8(4)], dict(x_scale=[0.05], y_scale=[0.1])),
+        (g.QAvgPool2DOp, [x], dict(kernel=[3, 3], x_scale=[0.05], y_scale=[0.1])),
+    ]:
+        _, op = module_of(op_cls, arrays, attrs)
+        text = str(generate(op, "k", None))
+        assert "f32" not in text and "f64" not in text, op.name
+
+
+# -- a QDQ model from onnxruntime's quantize_static, compiled ------------------------------
+
+def _float_model(path):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(a, n) for n, a in [
+        ("w1", rng.normal(0, 0.3, (4, 3, 3, 3)).astype(np.float32)), ("b1", rng.normal(0, 0.1, 4).astype(np.float32)),
+        ("w2", rng.normal(0, 0.3, (4, 4, 3, 3)).astype(np.float32)), ("b2", rng.normal(0, 0.1, 4).astype(np.float32)),
+        ("wf", rng.normal(0, 0.3, (5, 4)).astype(np.float32)), ("bf", rng.normal(0, 0.1, 5).astype(np.float32))]]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], name="conv1"),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu1"),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], pads=[1, 1, 1, 1], name="conv2"),
+             helper.make_node("Relu", ["c2"], ["r2"], name="relu2"),
+             helper.make_node("Add", ["r2", "r1"], ["s"], name="add"),
+             helper.make_node("GlobalAveragePool", ["s"], ["p"], name="gap"),
+             helper.make_node("Flatten", ["p"], ["f"], name="flatten"),
+             helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1, name="fc")]
+    graph = helper.make_graph(nodes, "m", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 7, 7])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 5])], inits)
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+@pytest.mark.parametrize("activation,per_channel", [("QUInt8", True), ("QInt8", False)])
+def test_quantize_static_qdq_model_matches_onnxruntime(tmp_path, activation, per_channel):
+    ort = pytest.importorskip("onnxruntime")
+    from onnxruntime import quantization as oq
+
+    class Reader(oq.CalibrationDataReader):
+        def __init__(self):
+            rng = np.random.default_rng(1)
+            self.data = iter([{"x": rng.normal(size=(1, 3, 7, 7)).astype(np.float32)} for _ in range(8)])
+
+        def get_next(self):
+            return next(self.data, None)
+
+    _float_model(str(tmp_path / "f.onnx"))
+    qpath = str(tmp_path / "q.onnx")
+    oq.quantize_static(str(tmp_path / "f.onnx"), qpath, Reader(), quant_format=oq.QuantFormat.QDQ,
+                       per_channel=per_channel, activation_type=getattr(oq.QuantType, activation),
+                       weight_type=oq.QuantType.QInt8)
+    compiled = compile(qpath)
+    notes = "\n".join(compiled.qdq_report)
+    # fold-qdq did its work: both convs and the gemm are integer ops
+    assert "graph.conv2d 'conv1' -> graph.qconv2d" in notes, notes
+    assert "graph.conv2d 'conv2' -> graph.qconv2d" in notes, notes
+    assert "graph.matmul 'fc' -> graph.qdense" in notes, notes
+    assert "stays float" not in notes, notes
+    import onnx
+
+    out_scale = float(next(onnx.numpy_helper.to_array(t) for t in onnx.load(qpath).graph.initializer
+                           if t.name == "y_scale"))
+    sess = ort.InferenceSession(qpath, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(5)
+    diffs = []
+    for _ in range(20):
+        x = rng.normal(size=(1, 3, 7, 7)).astype(np.float32)
+        diffs.append(np.abs(compiled(x)[0] - sess.run(None, {"x": x})[0]).ravel())
+    steps = np.concatenate(diffs) / out_scale
+    assert np.mean(steps <= 1.0 + 1e-3) >= 0.99, np.sort(steps)[-10:]
