@@ -127,6 +127,33 @@ def _weight(value: SSAValue, transposed: bool) -> tuple[np.ndarray, list[float],
     return np.ascontiguousarray(w), list(op.scale), list(op.zero_point), op
 
 
+def _conv_weight(value: SSAValue, layout: str):
+    """A conv's quantized constant weight as OIHW: (int array, scales, zero points, its DQ
+    op, whether the DQ's operand is that array unchanged). Transposes between the DQ and
+    the conv (TFLite's OHWI -> HWIO) are applied to the integers and the channel axis."""
+    perms = []
+    op = value.owner
+    while isinstance(op, g.TransposeOp):
+        perms.append(tuple(op.perm))
+        op = op.x.owner
+    if not isinstance(op, g.DequantizeOp):
+        raise NoMatch("the weight is not a dequantized constant")
+    w = _constant(op.x)
+    if w is None:
+        raise NoMatch("the weight is not a compile-time constant")
+    if quant_range(op.x.type.element_type) is None:
+        raise NoMatch(f"the weight is dequantized from {op.x.type.element_type} (i8 or ui8 needed)")
+    axis = op.axis % w.ndim
+    if layout == "HWIO":
+        perms.insert(0, (3, 2, 0, 1))
+    for perm in reversed(perms):  # innermost first
+        w, axis = w.transpose(perm), list(perm).index(axis)
+    if max(len(op.scale), len(op.zero_point)) > 1 and axis != 0:
+        raise NoMatch("the weight's scales are not per output channel")
+    return np.ascontiguousarray(w), list(op.scale), list(op.zero_point), op, not perms and isinstance(
+        op.x.owner, (g.WeightOp, g.ConstantOp))
+
+
 def _bias(value: SSAValue | None, channels: int, scales: np.ndarray, what: str) -> np.ndarray | None:
     """An added constant [C] (or [C,1,1]) as i32 at scale ``scales`` (x_scale * w_scale)."""
     if value is None:
@@ -199,6 +226,7 @@ class _Folder:
         out = _Output(q, q.scale[0], q.zero_point[0], q.dtype)
         value = q.x
         self.core = value.owner
+        self.made: str | None = None  # the note's name of the new op, when not the last one built
         try:
             value = self._clamp(value, out)
             self.core = value.owner
@@ -212,7 +240,8 @@ class _Folder:
         q.detach()
         q.erase()
         self.folded.add(anchor)
-        self.notes.append(f"fold-qdq: {_label(anchor)} -> {new.owner.name if isinstance(new.owner, Operation) else 'its quantized input'}")
+        made = self.made or (new.owner.name if isinstance(new.owner, Operation) else "its quantized input")
+        self.notes.append(f"fold-qdq: {_label(anchor)} -> {made}")
 
     def _clamp(self, value: SSAValue, out: _Output) -> SSAValue:
         op = value.owner
@@ -260,21 +289,27 @@ class _Folder:
         raise NoMatch(f"{op.name} has no quantized form")
 
     def _conv(self, op: g.Conv2DOp, bias, out: _Output) -> SSAValue:
-        if op.data_layout != "NCHW" or op.kernel_layout != "OIHW":
-            raise NoMatch("layout is not NCHW/OIHW")
+        """graph.qconv2d (NCHW/OIHW); NHWC data (TFLite) between two int8 transposes."""
+        nhwc = op.data_layout == "NHWC"
         xs, xz = _per_tensor(_dq(op.x, "the input"), "the input")
-        w, ws, wz, wdq = _weight(op.weight, transposed=False)
+        w, ws, wz, wdq, reused = _conv_weight(op.weight, op.kernel_layout)
         o = w.shape[0]
         b = _bias(bias, o, np.float64(np.float32(xs)) * np.asarray(np.broadcast_to(ws, (o,)), np.float64), "the bias")
-        operands = [op.x.owner.x, wdq.x if isinstance(wdq.x.owner, (g.WeightOp, g.ConstantOp))
-                    else self.constant(w, _name(wdq, "q"), out.q)]
+        xq = op.x.owner.x
+        if nhwc:
+            xq = self.insert(g.TransposeOp.make(xq, perm=[0, 3, 1, 2]), out.q, op)
+        operands = [xq, wdq.x if reused else self.constant(w, _name(wdq, "q"), out.q)]
         if b is not None:
             operands.append(self.constant(b, _name(wdq, "qbias"), out.q))
         a = op.attrs
         new = g.QConv2DOp.make(*operands, strides=list(a.strides), padding=list(a.padding),
                                dilations=list(a.dilations), groups=a.groups, x_scale=[xs], x_zero_point=[xz],
                                w_scale=ws, w_zero_point=wz, **out.attrs())
-        return self.insert(new, out.q, op)
+        y = self.insert(new, out.q, op)
+        self.made = new.name
+        if nhwc:
+            y = self.insert(g.TransposeOp.make(y, perm=[0, 2, 3, 1]), out.q, op)
+        return y
 
     def _matmul(self, op: g.MatmulOp, bias, out: _Output) -> SSAValue:
         a_dq = _dq(op.lhs, "the lhs")
@@ -342,7 +377,9 @@ class _Folder:
         moved = type(op).create(operands=[xq], result_types=[tensor_type(shape, xq.type.element_type)],
                                 attributes=dict(op.attributes))
         self.insert(moved, out.q, op)
-        return self._requantize_from(moved.results[0], dq, out, op)
+        y = self._requantize_from(moved.results[0], dq, out, op)
+        self.made = op.name if y is moved.results[0] else f"{op.name} on i8 + graph.requantize"
+        return y
 
     def _requantize(self, value: SSAValue, out: _Output, where: Operation) -> SSAValue:
         dq = value.owner
@@ -354,6 +391,7 @@ class _Folder:
         same = (dq.scale[0] == out.scale and dq.zero_point[0] == out.zero_point
                 and xq.type.element_type == out.dtype and out.out_min is None and out.out_max is None)
         if same:
+            self.made = "its quantized input (same parameters)"
             return xq
         new = g.RequantizeOp.make(xq, x_scale=[dq.scale[0]], x_zero_point=[dq.zero_point[0]], **out.attrs())
         return self.insert(new, out.q, like)

@@ -185,8 +185,9 @@ class _QuantOp(GraphOp):
 
 @irdl_op_definition
 class QuantizeOp(GraphOp):
-    """f32 -> i8/ui8: ``saturate(round_half_even(x / scale) + zero_point)`` (ONNX
-    QuantizeLinear); per tensor or per channel along ``axis``.
+    """f32 -> i8/ui8: ``saturate(round(x / scale) + zero_point)``; per tensor or per
+    channel along ``axis``. ``rounding``: ``half_even`` (ONNX QuantizeLinear, the
+    default) or ``half_away`` (TFLite's QUANTIZE).
 
     ```mlir
     %q = graph.quantize %x {scale = array<f32: 0.5>, zero_point = array<i64: 3>, dtype = ui8} : (tensor<2x3xf32>) -> tensor<2x3xui8>
@@ -198,6 +199,7 @@ class QuantizeOp(GraphOp):
     zero_point = IntsAttribute(default=(0,))
     axis = IntAttribute(default=1)
     dtype = ElementTypeAttribute()
+    rounding = EnumAttribute("half_even", "half_away")
     x = operand_def(TensorType)
     out = result_def(TensorType)
     traits = traits_def(Pure())
@@ -217,7 +219,13 @@ class QuantizeOp(GraphOp):
         scale = _per_axis(self.scale, x.ndim, ax, np.float32)
         zp = _per_axis(self.zero_point, x.ndim, ax, np.float32)
         lo, hi = quant_range(self.dtype)
-        y = np.clip(np.rint(x.astype(np.float32) / scale) + zp, lo, hi)
+        r = x.astype(np.float32) / scale
+        if self.rounding == "half_even":
+            r = np.rint(r)
+        else:  # C's round(): exactly half away from zero (r - trunc(r) is exact)
+            t = np.trunc(r)
+            r = t + np.sign(r) * (np.abs(r - t) >= np.float32(0.5))
+        y = np.clip(r + zp, lo, hi)
         return [_contiguous(y.astype(numpy_dtype(self.dtype)))]
 
 

@@ -104,7 +104,8 @@ def lower_quantize(op: GraphOp, name: str) -> func.FuncOp:
     with kb.loops(_names(len(shape)), shape) as ivs:
         channel = ivs[axis] if axis is not None else 0
         y = kb.emit(arith.DivfOp(kb.load(kb.inputs[0], ivs), _at(kb, scale, channel, f32)))
-        y = kb.emit(arith.AddfOp(kb.emit(math.RoundEvenOp(y)), _at(kb, zp, channel, f32)))
+        rounded = kb.emit(math.RoundEvenOp(y) if op.rounding == "half_even" else math.RoundOp(y))
+        y = kb.emit(arith.AddfOp(rounded, _at(kb, zp, channel, f32)))
         y = kb.emit(arith.MinimumfOp(kb.emit(arith.MaximumfOp(y, kb.const(float(lo), f32))), kb.const(float(hi), f32)))
         kb.store(rq.narrow(kb, kb.emit(arith.FPToSIOp(y, i32))), kb.outputs[0], ivs)
     return kb.finish()

@@ -260,3 +260,53 @@ def test_quantize_static_qdq_model_matches_onnxruntime(tmp_path, activation, per
         diffs.append(np.abs(compiled(x)[0] - sess.run(None, {"x": x})[0]).ravel())
     steps = np.concatenate(diffs) / out_scale
     assert np.mean(steps <= 1.0 + 1e-3) >= 0.99, np.sort(steps)[-10:]
+
+
+# -- TFLite int8 operators: DQ -> op -> Q at import, integer ops after fold-qdq ------------
+
+def test_tflite_int8_conv_depthwise_add_fold_to_integer_ops():
+    from test_tflite_frontend import RELU, RELU6, SAME, ModelBuilder, _options
+
+    from dlc.evaluator import evaluate
+    from dlc.frontends.tflite import import_tflite
+
+    rng = np.random.default_rng(7)
+    xs, ys, dws, ss = 0.05, 0.04, 0.03, 0.06
+    w_scale = rng.uniform(0.005, 0.02, 4).astype(np.float32)
+    d_scale = rng.uniform(0.01, 0.03, 4).astype(np.float32)
+    m = ModelBuilder()
+    x = m.tensor("x", [1, 5, 7, 3], np.int8, scale=[xs], zero_point=[-3])
+    w = m.const("w", rng.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8), scale=w_scale,
+                zero_point=np.zeros(4), axis=0)
+    b = m.const("b", rng.integers(-800, 800, 4).astype(np.int32), scale=xs * w_scale, zero_point=np.zeros(4))
+    y = m.tensor("y", [1, 5, 7, 4], np.int8, scale=[ys], zero_point=[-128])
+    dw = m.const("dw", rng.integers(-127, 128, (1, 3, 3, 4)).astype(np.int8), scale=d_scale,
+                 zero_point=np.zeros(4), axis=3)
+    db = m.const("db", rng.integers(-300, 300, 4).astype(np.int32), scale=ys * d_scale, zero_point=np.zeros(4))
+    d = m.tensor("d", [1, 3, 4, 4], np.int8, scale=[dws], zero_point=[-128])
+    y2 = m.tensor("y2", [1, 3, 4, 4], np.int8, scale=[ys], zero_point=[-128])
+    s = m.tensor("s", [1, 3, 4, 4], np.int8, scale=[ss], zero_point=[-20])
+    m.op("CONV_2D", [x, w, b], [y], _options("Conv2DOptions", Padding=SAME, StrideH=1, StrideW=1,
+                                             FusedActivationFunction=RELU, DilationHFactor=1, DilationWFactor=1))
+    m.op("DEPTHWISE_CONV_2D", [y, dw, db], [d], _options(
+        "DepthwiseConv2DOptions", Padding=SAME, StrideH=2, StrideW=2, DepthMultiplier=1,
+        FusedActivationFunction=RELU6, DilationHFactor=1, DilationWFactor=1))
+    m.op("MAX_POOL_2D", [y], [y2], _options("Pool2DOptions", Padding=SAME, StrideH=2, StrideW=2,
+                                             FilterHeight=2, FilterWidth=2))
+    m.op("ADD", [d, y2], [s], _options("AddOptions", FusedActivationFunction=RELU))
+    m.inputs, m.outputs = [x], [s]
+    data = m.build()
+
+    compiled = compile(import_tflite(data))
+    notes = "\n".join(compiled.qdq_report)
+    for kind, new in (("graph.add", "graph.qadd"), ("graph.max_pool2d", "graph.max_pool2d")):
+        assert any(kind in n and n.endswith(f"-> {new}") for n in compiled.qdq_report), notes
+    assert sum(n.endswith("-> graph.qconv2d") for n in compiled.qdq_report) == 2, notes
+    assert "stays float" not in notes, notes
+    for _ in range(5):
+        xq = rng.integers(-128, 128, (1, 5, 7, 3)).astype(np.int8)
+        got = compiled(xq)[0]
+        want = evaluate(import_tflite(data), [xq])[0]  # the float DQ/Q semantics
+        assert got.dtype == np.int8
+        assert np.abs(got.astype(np.int32) - want).max() <= 1
+        assert (got == want).mean() >= 0.9
