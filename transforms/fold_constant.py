@@ -1,6 +1,6 @@
 """`fold-constant`: evaluate graph ops whose operands are all constants.
 
-``fold-constant{size-limit=N inline-limit=M}``
+``fold-constant{size-limit=N inline-limit=M fold-dequantize=true|false}``
 
 An op whose operands are all `graph.constant` / `graph.weight` values is run
 through its numpy ``reference`` and replaced by its value:
@@ -21,8 +21,8 @@ its constant result. Arrays stay numpy arrays throughout (dense attributes
 are read zero-copy and written from raw bytes).
 
 Ops with regions are not folded (their bodies may read non-constant values).
-graph.dequantize (``FOLD_LATE``) is not folded either: fold-qdq reads the integers
-of a dequantized weight, then folds the ones it leaves.
+``fold-dequantize=false`` (the CPU pipeline) leaves graph.dequantize (``FOLD_LATE``):
+fold-qdq reads the integers of a dequantized weight, then folds the ones it leaves.
 """
 
 from __future__ import annotations
@@ -175,6 +175,10 @@ class FoldConstantPass(ModulePass):
     inline_limit: int = 64
     """Results with more elements than this go to the weights store."""
 
+    fold_dequantize: bool = True
+    """Fold graph.dequantize too; the CPU pipeline sets false: fold-qdq reads the
+    integers of a dequantized weight, then folds the ones it leaves."""
+
     def __post_init__(self) -> None:
         for option, value in (("size-limit", self.size_limit), ("inline-limit", self.inline_limit)):
             if value < 0:
@@ -183,7 +187,7 @@ class FoldConstantPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         store = store_of(op)
         names_before = _weight_names(op)
-        pattern = FoldConstantOps(store, self.size_limit, self.inline_limit)
+        pattern = FoldConstantOps(store, self.size_limit, self.inline_limit, fold_late=self.fold_dequantize)
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
         if pattern.failure is not None:
             raise pattern.failure

@@ -253,8 +253,9 @@ class DequantizeOp(GraphOp):
     """
 
     name = "graph.dequantize"
-    # fold-constant leaves a dequantized constant (a QDQ weight) to fold-qdq, which
-    # reads its integers and scales, then folds the ones no pattern took
+    # fold-constant{fold-dequantize=false} (the CPU pipeline) leaves a dequantized
+    # constant (a QDQ weight) to fold-qdq, which reads its integers and scales, then
+    # folds the ones no pattern took
     FOLD_LATE: ClassVar[bool] = True
     scale = FloatsAttribute()
     zero_point = IntsAttribute(default=(0,))

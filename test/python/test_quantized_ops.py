@@ -92,6 +92,7 @@ def test_quantize_dequantize(shape):
     x.flat[0] = 2.5  # a tie: rounds to even
     check(g.QuantizeOp, [x], scale=[0.5], zero_point=[3], dtype=ui8)
     check(g.QuantizeOp, [x], scale=[0.7], zero_point=[-4], dtype=i8)
+    check(g.QuantizeOp, [x], scale=[0.5], zero_point=[-4], dtype=i8, rounding="half_away")  # TFLite
     if len(shape) == 3:
         check(g.QuantizeOp, [x], scale=[0.5, 0.25, 1.5][:shape[1]] if shape[1] == 3 else [0.3],
               axis=1, dtype=i8)

@@ -151,3 +151,11 @@ func.func @f(%x: tensor<2x5xi32>) {
   %0 = graph.requantize %x {x_scale = array<f32: 0.1>, y_scale = array<f32: 0.1>} : (tensor<2x5xi32>) -> tensor<2x5xi8>
   func.return
 }
+
+// -----
+
+func.func @f(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{graph.quantize: attribute 'rounding' must be one of half_even, half_away, got up}}
+  %0 = graph.quantize %x {scale = array<f32: 0.5>, dtype = i8, rounding = "up"} : (tensor<2x3xf32>) -> tensor<2x3xi8>
+  func.return
+}

@@ -18,6 +18,7 @@
 // CHECK-NEXT:  %11 = graph.qconcat %ca, %cc {axis = 1 : i64, in_scale = array<f32: 1.000000e-01, 2.000000e-01>, in_zero_point = array<i64: 0, 5>, y_scale = array<f32: 2.000000e-01>, y_zero_point = array<i64: 5>} : (tensor<2x3xi8>, tensor<2x5xi8>) -> tensor<2x8xi8>
 // CHECK-NEXT:  %12 = graph.qavg_pool2d %cx {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, x_scale = array<f32: 1.000000e-01>, x_zero_point = array<i64: 7>, y_scale = array<f32: 1.000000e-01>, y_zero_point = array<i64: 7>} : (tensor<1x2x5x5xui8>) -> tensor<1x2x3x3xui8>
 // CHECK-NEXT:  %13 = graph.max_pool2d %cx {kernel = array<i64: 2, 2>} : (tensor<1x2x5x5xui8>) -> tensor<1x2x4x4xui8>
+// CHECK-NEXT:  %14 = graph.quantize %x {scale = array<f32: 5.000000e-01>, dtype = i8, rounding = "half_away"} : (tensor<2x3xf32>) -> tensor<2x3xi8>
 // CHECK-NEXT:  func.return
 // CHECK-NEXT: }
 
@@ -36,5 +37,6 @@ func.func @ops(%x: tensor<2x3xf32>, %q: tensor<3x4xi8>, %acc: tensor<2x5xi32>, %
   %11 = graph.qconcat %ca, %cc {axis = 1 : i64, in_scale = array<f32: 0.1, 0.2>, in_zero_point = array<i64: 0, 5>, y_scale = array<f32: 0.2>, y_zero_point = array<i64: 5>} : (tensor<2x3xi8>, tensor<2x5xi8>) -> tensor<2x8xi8>
   %12 = graph.qavg_pool2d %cx {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, x_scale = array<f32: 0.1>, x_zero_point = array<i64: 7>, y_scale = array<f32: 0.1>, y_zero_point = array<i64: 7>} : (tensor<1x2x5x5xui8>) -> tensor<1x2x3x3xui8>
   %13 = graph.max_pool2d %cx {kernel = array<i64: 2, 2>} : (tensor<1x2x5x5xui8>) -> tensor<1x2x4x4xui8>
+  %14 = graph.quantize %x {scale = array<f32: 0.5>, dtype = i8, rounding = "half_away"} : (tensor<2x3xf32>) -> tensor<2x3xi8>
   func.return
 }
