@@ -445,7 +445,8 @@ class FoldQdqPass(ModulePass):
                     folder.fold(op)
             _remove_dead(block)
             for op in block.ops:
-                if isinstance(op, _REPORTED) and any(isinstance(v.owner, g.DequantizeOp) for v in op.operands):
+                if (isinstance(op, _REPORTED) or op in folder.reasons) and any(
+                        isinstance(v.owner, g.DequantizeOp) for v in op.operands):
                     why = folder.reasons.get(op, "its output has no graph.quantize (QuantizeLinear)")
                     folder.notes.append(f"fold-qdq: {_label(op)} stays float: {why}")
         # the dequantized weights of float ops: constants now (fold-constant left them)

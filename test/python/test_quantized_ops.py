@@ -311,3 +311,53 @@ def test_tflite_int8_conv_depthwise_add_fold_to_integer_ops():
         assert got.dtype == np.int8
         assert np.abs(got.astype(np.int32) - want).max() <= 1
         assert (got == want).mean() >= 0.9
+
+
+# -- fold-qdq on the other patterns: compiled (integer ops) vs the float DQ/Q evaluation ---
+
+_PATTERNS = """
+func.func @main(%a: tensor<2x3x5xf32>, %b: tensor<2x5x4xf32>, %c: tensor<2x3x4xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>) {
+  %qa = graph.quantize %a {scale = array<f32: 0.02>, zero_point = array<i64: 128>, dtype = ui8} : (tensor<2x3x5xf32>) -> tensor<2x3x5xui8>
+  %da = graph.dequantize %qa {scale = array<f32: 0.02>, zero_point = array<i64: 128>} : (tensor<2x3x5xui8>) -> tensor<2x3x5xf32>
+  %qb = graph.quantize %b {scale = array<f32: 0.03>, zero_point = array<i64: 120>, dtype = ui8} : (tensor<2x5x4xf32>) -> tensor<2x5x4xui8>
+  %db = graph.dequantize %qb {scale = array<f32: 0.03>, zero_point = array<i64: 120>} : (tensor<2x5x4xui8>) -> tensor<2x5x4xf32>
+  %m = graph.matmul %da, %db : (tensor<2x3x5xf32>, tensor<2x5x4xf32>) -> tensor<2x3x4xf32> loc("attention")
+  %qm = graph.quantize %m {scale = array<f32: 0.01>, zero_point = array<i64: 128>, dtype = ui8} : (tensor<2x3x4xf32>) -> tensor<2x3x4xui8>
+  %dm = graph.dequantize %qm {scale = array<f32: 0.01>, zero_point = array<i64: 128>} : (tensor<2x3x4xui8>) -> tensor<2x3x4xf32>
+  %qc = graph.quantize %c {scale = array<f32: 0.015>, zero_point = array<i64: 100>, dtype = ui8} : (tensor<2x3x4xf32>) -> tensor<2x3x4xui8>
+  %dc = graph.dequantize %qc {scale = array<f32: 0.015>, zero_point = array<i64: 100>} : (tensor<2x3x4xui8>) -> tensor<2x3x4xf32>
+  %k = graph.concat %dm, %dc {axis = 2 : i64} : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x8xf32> loc("concat")
+  %qk = graph.quantize %k {scale = array<f32: 0.015>, zero_point = array<i64: 100>, dtype = ui8} : (tensor<2x3x8xf32>) -> tensor<2x3x8xui8>
+  %dk = graph.dequantize %qk {scale = array<f32: 0.015>, zero_point = array<i64: 100>} : (tensor<2x3x8xui8>) -> tensor<2x3x8xf32>
+  %mu = graph.mul %dm, %dc : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32> loc("mul")
+  %qmu = graph.quantize %mu {scale = array<f32: 0.002>, zero_point = array<i64: 0>, dtype = ui8} : (tensor<2x3x4xf32>) -> tensor<2x3x4xui8>
+  %dmu = graph.dequantize %qmu {scale = array<f32: 0.002>} : (tensor<2x3x4xui8>) -> tensor<2x3x4xf32>
+  %s = graph.sub %dm, %dc : (tensor<2x3x4xf32>, tensor<2x3x4xf32>) -> tensor<2x3x4xf32> loc("sub")
+  %qs = graph.quantize %s {scale = array<f32: 0.02>, zero_point = array<i64: 128>, dtype = ui8} : (tensor<2x3x4xf32>) -> tensor<2x3x4xui8>
+  %ds = graph.dequantize %qs {scale = array<f32: 0.02>, zero_point = array<i64: 128>} : (tensor<2x3x4xui8>) -> tensor<2x3x4xf32>
+  func.return %dk, %dmu, %ds : tensor<2x3x8xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>
+}
+"""
+
+
+def test_fold_qdq_matmul_concat_mul_and_a_float_op():
+
+    from dlc.context import make_context
+    from dlc.diagnostics import parse_module
+    from dlc.evaluator import evaluate
+
+    module = parse_module(make_context(), _PATTERNS, "patterns.mlir")
+    inputs = [RNG.uniform(-2, 2, (2, 3, 5)).astype(np.float32), RNG.uniform(-2, 2, (2, 5, 4)).astype(np.float32),
+              RNG.uniform(-1.4, 1.4, (2, 3, 4)).astype(np.float32)]
+    want = evaluate(module, inputs)
+    compiled = compile(parse_module(make_context(), _PATTERNS, "patterns.mlir"))
+    notes = compiled.qdq_report
+    assert "fold-qdq: graph.matmul 'attention' -> graph.qmatmul" in notes, notes
+    assert "fold-qdq: graph.concat 'concat' -> graph.qconcat" in notes, notes
+    assert "fold-qdq: graph.mul 'mul' -> graph.qmul" in notes, notes
+    # sub has no quantized form: it stays float, and the note says so
+    assert "fold-qdq: graph.sub 'sub' stays float: graph.sub has no quantized form" in notes, notes
+    got = compiled(*inputs)
+    for g_, w_, scale in zip(got, want, (0.015, 0.002, 0.02)):
+        steps = np.abs(g_ - w_) / scale
+        assert steps.max() <= 1.0 + 1e-3 and np.mean(steps < 0.5) >= 0.9
