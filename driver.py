@@ -312,10 +312,10 @@ def graph_passes(layout: str | None = None) -> tuple[str, ...]:
     layout = layout or os.environ.get("DLC_LAYOUT", DEFAULT_CPU_LAYOUT)
     if layout not in ("NCHW", "NCHWc"):
         raise CompileError(f"unknown layout '{layout}' (expected NCHW or NCHWc)")
-    # fold-qdq (CPU): after fold-constant, which leaves it the dequantized weights, QDQ
-    # patterns become integer ops
+    # fold-qdq (CPU): QDQ patterns become integer ops, before fold-constant would fold the
+    # dequantized weights into float ones (fold-qdq reads their integers and scales)
     at = GRAPH_PASSES.index("fold-constant")
-    passes = GRAPH_PASSES[:at] + ("fold-constant{fold-dequantize=false}", "fold-qdq") + GRAPH_PASSES[at + 1:]
+    passes = GRAPH_PASSES[:at] + ("fold-qdq",) + GRAPH_PASSES[at:]
     if layout == "NCHW":
         return passes
     at = passes.index("fuse-ops")
@@ -412,7 +412,7 @@ def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = N
         raise CompileError("lower_to_llvm_dialect(byoc=...) needs an externals list for the kernels")
     if _level(module) == "graph":
         for name in graph_passes(layout):
-            with timed(name.split("{", 1)[0]):
+            with timed(name):
                 _pipeline_pass(name, module)
             if name == "simplify-inference" and byoc:
                 _run_byoc(module, list(byoc), target, timed, externals)

@@ -1,6 +1,6 @@
 """`fold-constant`: evaluate graph ops whose operands are all constants.
 
-``fold-constant{size-limit=N inline-limit=M fold-dequantize=true|false}``
+``fold-constant{size-limit=N inline-limit=M}``
 
 An op whose operands are all `graph.constant` / `graph.weight` values is run
 through its numpy ``reference`` and replaced by its value:
@@ -21,8 +21,6 @@ its constant result. Arrays stay numpy arrays throughout (dense attributes
 are read zero-copy and written from raw bytes).
 
 Ops with regions are not folded (their bodies may read non-constant values).
-``fold-dequantize=false`` (the CPU pipeline) leaves graph.dequantize (``FOLD_LATE``):
-fold-qdq reads the integers of a dequantized weight, then folds the ones it leaves.
 """
 
 from __future__ import annotations
@@ -61,9 +59,6 @@ class FoldConstantOps(RewritePattern):
     store: WeightStore
     size_limit: int
     inline_limit: int
-    fold_late: bool = False
-    """Also fold the ops marked ``FOLD_LATE`` (graph.dequantize: fold-qdq must see it
-    on its constant weights first, then folds what it leaves with this set)."""
     created_weights: set[str] = field(default_factory=set)
     failure: Exception | None = None
     """The first op that could not be evaluated (raised after the walk, so
@@ -71,8 +66,6 @@ class FoldConstantOps(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, GraphOp) or isinstance(op, _CONSTANT_OPS) or op.regions:
-            return
-        if getattr(op, "FOLD_LATE", False) and not self.fold_late:
             return
         producers = [v.owner for v in op.operands]
         if not all(isinstance(p, _CONSTANT_OPS) for p in producers):
@@ -175,10 +168,6 @@ class FoldConstantPass(ModulePass):
     inline_limit: int = 64
     """Results with more elements than this go to the weights store."""
 
-    fold_dequantize: bool = True
-    """Fold graph.dequantize too; the CPU pipeline sets false: fold-qdq reads the
-    integers of a dequantized weight, then folds the ones it leaves."""
-
     def __post_init__(self) -> None:
         for option, value in (("size-limit", self.size_limit), ("inline-limit", self.inline_limit)):
             if value < 0:
@@ -187,7 +176,7 @@ class FoldConstantPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         store = store_of(op)
         names_before = _weight_names(op)
-        pattern = FoldConstantOps(store, self.size_limit, self.inline_limit, fold_late=self.fold_dequantize)
+        pattern = FoldConstantOps(store, self.size_limit, self.inline_limit)
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
         if pattern.failure is not None:
             raise pattern.failure

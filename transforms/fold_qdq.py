@@ -27,8 +27,10 @@ another use, or whose operands are not dequantized, stays float; the module's
 folded and why the other convs/matmuls/adds stayed float, e.g.
 ``fold-qdq: graph.conv2d 'conv1' stays float: its output has no graph.quantize``.
 
-Then every graph.dequantize left on a constant (a weight of a float op) is folded to a
-float constant (fold-constant leaves them for this pass), and the dead float ops go.
+It runs before fold-constant (CPU pipeline): constants reached through reshape,
+transpose and dequantize are evaluated here, so a dequantized weight is still a
+graph.dequantize of its integers; what no pattern takes, fold-constant folds next. The
+dead float ops and weights go.
 """
 
 from __future__ import annotations
@@ -41,7 +43,6 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NameLoc, StringAttr, TensorType
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.pattern_rewriter import PatternRewriteWalker
 from xdsl.traits import Pure
 
 from dlc.dialects import graph as g
@@ -431,7 +432,7 @@ class FoldQdqPass(ModulePass):
     name = "fold-qdq"
 
     def apply(self, ctx: Context, module: ModuleOp) -> None:
-        from dlc.transforms.fold_constant import FoldConstantOps, _weight_names
+        from dlc.transforms.fold_constant import _weight_names
 
         store = store_of(module)
         names_before = _weight_names(module)
@@ -449,15 +450,7 @@ class FoldQdqPass(ModulePass):
                         isinstance(v.owner, g.DequantizeOp) for v in op.operands):
                     why = folder.reasons.get(op, "its output has no graph.quantize (QuantizeLinear)")
                     folder.notes.append(f"fold-qdq: {_label(op)} stays float: {why}")
-        # the dequantized weights of float ops: constants now (fold-constant left them)
-        pattern = FoldConstantOps(store, 1 << 20, INLINE_LIMIT, fold_late=True)
-        PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(module)
-        if pattern.failure is not None:
-            raise pattern.failure
-        for fn in module.ops:
-            if isinstance(fn, func.FuncOp) and fn.body.blocks:
-                _remove_dead(fn.body.block)
-        for name in (names_before | pattern.created_weights | folder.created) - _weight_names(module):
+        for name in (names_before | folder.created) - _weight_names(module):
             if name in store:
                 store.remove(name)
         if folder.notes:

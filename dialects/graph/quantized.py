@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import Float32Type, IntegerType, Signedness, TensorType
@@ -253,10 +252,6 @@ class DequantizeOp(GraphOp):
     """
 
     name = "graph.dequantize"
-    # fold-constant{fold-dequantize=false} (the CPU pipeline) leaves a dequantized
-    # constant (a QDQ weight) to fold-qdq, which reads its integers and scales, then
-    # folds the ones no pattern took
-    FOLD_LATE: ClassVar[bool] = True
     scale = FloatsAttribute()
     zero_point = IntsAttribute(default=(0,))
     axis = IntAttribute(default=1)

@@ -3,7 +3,7 @@
 // RUN: not dlc-opt %s -p 'fold-constant{size-limit=-1}' 2>&1 | filecheck %s --check-prefix=NEGATIVE
 // RUN: not dlc-opt %s -p fold-constant 2>&1 | filecheck %s --check-prefix=EVAL
 // RUN: dlc-opt %s -p fold-constant --verify-diagnostics
-// OPTION:   dlc-opt: error: pass 'fold-constant' has no option 'inline-size' (its options: size-limit, inline-limit, fold-dequantize)
+// OPTION:   dlc-opt: error: pass 'fold-constant' has no option 'inline-size' (its options: size-limit, inline-limit)
 // NEGATIVE: dlc-opt: error: invalid options for pass 'fold-constant': size-limit must be >= 0, got -1
 // EVAL-NOT: Traceback
 

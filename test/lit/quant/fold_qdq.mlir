@@ -1,8 +1,8 @@
 // fold-qdq: DQ -> conv2d + bias -> relu -> Q becomes graph.qconv2d with the relu as its clamp
 // (out_min = the output zero point); DQ -> add -> Q becomes graph.qadd; a conv whose output
-// is not quantized stays float, its dequantized weight folded to a constant, and the note
+// is not quantized stays float (fold-constant then folds its dequantized weight), and the note
 // says why (dlc compile -v prints the same notes).
-// RUN: dlc-opt -p fold-qdq %s | filecheck %s
+// RUN: dlc-opt -p fold-qdq,fold-constant %s | filecheck %s
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: dlc compile %s -v -o %t/m.so 2>&1 | filecheck %s --check-prefix=NOTE
 
