@@ -312,10 +312,14 @@ def graph_passes(layout: str | None = None) -> tuple[str, ...]:
     layout = layout or os.environ.get("DLC_LAYOUT", DEFAULT_CPU_LAYOUT)
     if layout not in ("NCHW", "NCHWc"):
         raise CompileError(f"unknown layout '{layout}' (expected NCHW or NCHWc)")
+    # fold-qdq (CPU): QDQ patterns become integer ops, before fold-constant would fold the
+    # dequantized weights into float ones (fold-qdq reads their integers and scales)
+    at = GRAPH_PASSES.index("fold-constant")
+    passes = GRAPH_PASSES[:at] + ("fold-qdq",) + GRAPH_PASSES[at:]
     if layout == "NCHW":
-        return GRAPH_PASSES
-    at = GRAPH_PASSES.index("fuse-ops")
-    return GRAPH_PASSES[:at] + ("alter-op-layout",) + GRAPH_PASSES[at:]
+        return passes
+    at = passes.index("fuse-ops")
+    return passes[:at] + ("alter-op-layout",) + passes[at:]
 
 
 def schedule_pass(target: Target | None = None) -> str:
@@ -374,6 +378,12 @@ def _run_codegens_of_partitions(module: ModuleOp, target: Target | None, timed, 
             externals.extend(run_codegens(module, Target.host() if target is None else target))
         except (CodegenError, UnknownTargetError) as err:
             raise CompileError(err.message) from None
+
+
+def qdq_report(module: ModuleOp) -> list[str]:
+    """fold-qdq's notes (the module's ``dlc.qdq_report``): what became integer ops, what stayed float."""
+    attr = module.attributes.get("dlc.qdq_report")
+    return [a.data for a in attr.data] if attr is not None else []
 
 
 def byoc_report(module: ModuleOp, externals=()) -> list[str]:
@@ -510,6 +520,8 @@ class CompiledModule:
         # which ops went to which BYOC codegen, and why the rest did not (dlc -v)
         self.byoc_report = list(byoc_report or [])
         self.tuning_note: str | None = None  # dlc.compile(tuning_records=...): what they applied
+        # which QDQ patterns fold-qdq made integer ops, and why the others stayed float (dlc -v)
+        self.qdq_report: list[str] = []
 
     def _runnable(self) -> NativeModule:
         if self._native is None:
@@ -686,6 +698,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
     with use_tuning(tuning):
         lower_to_llvm_dialect(module, timings, layout, target, profile, progress, byoc, externals)
     report = byoc_report(module, externals)
+    qdq_notes = qdq_report(module)
     external_list = external_kernels(module)
     if external_list and meta is not None:
         import json
@@ -717,6 +730,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
                                   "this module was compiled with jit=False: export() it and load the "
                                   "library with dlc.runtime.load")
         compiled.tuning_note = tuning.note() if tuning is not None else None
+        compiled.qdq_report = qdq_notes
         return compiled
     with timed("llvm-jit"):
         try:
@@ -735,6 +749,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
                               _profiler(module, jit) if profile else None, target=target,
                               externals=externals, byoc_report=report, external_library=external_library)
     compiled.tuning_note = tuning.note() if tuning is not None else None  # "tuning: 3 of 5 kernels ..."
+    compiled.qdq_report = qdq_notes
     return compiled
 
 

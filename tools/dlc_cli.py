@@ -227,6 +227,9 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
             print(f"byoc: {line}", file=sys.stderr)
     if verbose and getattr(compiled, "tuning_note", None):
         print(compiled.tuning_note, file=sys.stderr)  # tuning: 12 of 17 kernels from tune.jsonl, 5 default
+    if verbose:
+        for line in getattr(compiled, "qdq_report", []):
+            print(line, file=sys.stderr)
     return compiled
 
 

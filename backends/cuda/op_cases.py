@@ -226,6 +226,26 @@ OP_CASES: list[OpCase] = [
        te="C[i, j] = sum(k: A[i, k] * B[k, j])\nD[i, j] = max(C[i, j], 0.0)"),
     _c("resize_linear_align", g.ResizeOp, [(1, 2, 3, 5)], sizes=[1, 2, 7, 9], mode="linear",
        coordinate_transformation_mode="align_corners"),
+    # -- quantized ops (dialects/graph/quantized.py): integer results, compared exactly
+    _c("quantize", g.QuantizeOp, [(3, 5)], scale=[0.1, 0.2, 0.05, 0.3, 0.5], zero_point=[3], axis=1, dtype=ui8),
+    _c("dequantize", g.DequantizeOp, [In((2, 5), i8, int_range=(-128, 128))], scale=[0.5], zero_point=[-3]),
+    _c("requantize", g.RequantizeOp, [In((2, 3), i32, int_range=(-3000, 3000))], x_scale=[0.01, 0.02],
+       y_scale=[0.3], axis=0, dtype=i8),
+    _c("qconv2d", g.QConv2DOp, [In((1, 2, 5, 4), ui8, int_range=(0, 256)), In((3, 2, 3, 3), i8, int_range=(-127, 128)),
+                                In((3,), i32, int_range=(-500, 500))], padding=[1, 0, 1, 1], x_scale=[0.05],
+       x_zero_point=[128], w_scale=[0.01, 0.02, 0.03], y_scale=[0.1], y_zero_point=[120], out_min=120),
+    _c("qdense", g.QDenseOp, [In((3, 7), i8, int_range=(-128, 128)), In((2, 7), i8, int_range=(-127, 128))],
+       x_scale=[0.1], w_scale=[0.01, 0.02], y_scale=[0.2]),
+    _c("qmatmul", g.QMatmulOp, [In((2, 3, 5), ui8, int_range=(0, 256)), In((5, 4), ui8, int_range=(0, 256))],
+       a_scale=[0.1], a_zero_point=[128], b_scale=[0.05], b_zero_point=[128], y_scale=[0.3]),
+    _c("qadd", g.QAddOp, [In((2, 1, 3), i8, int_range=(-128, 128)), In((4, 1), i8, int_range=(-128, 128))],
+       a_scale=[0.1], b_scale=[0.3], y_scale=[0.25], y_zero_point=[-1]),
+    _c("qmul", g.QMulOp, [In((2, 3), i8, int_range=(-128, 128)), In((3,), i8, int_range=(-128, 128))],
+       a_scale=[0.1], b_scale=[0.3], y_scale=[0.5]),
+    _c("qconcat", g.QConcatOp, [In((2, 3), i8, int_range=(-128, 128)), In((2, 2), i8, int_range=(-128, 128))],
+       axis=1, in_scale=[0.1, 0.2], in_zero_point=[0, 5], y_scale=[0.2]),
+    _c("qavg_pool2d", g.QAvgPool2DOp, [In((1, 2, 5, 5), ui8, int_range=(0, 256))], kernel=[3, 3], strides=[2, 2],
+       padding=[1, 1, 1, 1], x_scale=[0.1], x_zero_point=[7], y_scale=[0.07], y_zero_point=[100]),
 ]
 
 

@@ -45,6 +45,8 @@ g.Conv2DOp`` names any op:
 ``control_flow``   if, loop, scan, yield (region ops; not in GRAPH_OPS)
 ``custom``         custom (a tensor-expression op)
 ``blocked_layout`` layout_transform and the NCHW{b}c conv/pools
+``quantized``      quantize, dequantize, requantize, qconv2d, qdense, qmatmul,
+                   qadd, qmul, qconcat, qavg_pool2d (i8/ui8, fixed point)
 =================  ==========================================================
 """
 
@@ -66,6 +68,7 @@ from dlc.dialects.graph import (
     movement,
     normalization,
     pool,
+    quantized,
     reduce,
     spatial,
 )
@@ -112,7 +115,7 @@ from dlc.dialects.graph.blocked_layout import _BLOCKED_DATA
 # The family modules in the order GRAPH_OPS lists their ops.
 _FAMILIES = (
     constants, elementwise, cast, linalg, conv, pool, normalization, reduce,
-    movement, indexing, spatial, custom, blocked_layout,
+    movement, indexing, spatial, custom, blocked_layout, quantized,
 )
 
 

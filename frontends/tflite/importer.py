@@ -16,10 +16,12 @@ get one ``graph.transpose`` to HWIO, which fold-constant folds away. No
 transposes are added at the model boundary.
 
 Quantization (int8/uint8/int16 with scale and zero point, per-tensor or
-per-channel): there are no quantized graph types, so every quantized tensor
-is computed in float: reading it dequantizes (``(cast(q) - zp) * scale``),
-writing it fake-quantizes (``clip(round(x / scale) + zp) `` then dequantize,
-rounding half away from zero as TFLite does). Quantized model inputs and
+per-channel): every quantized tensor is read as float: reading dequantizes,
+writing quantizes then dequantizes (rounding half away from zero as TFLite
+does), so an int8 operator becomes the DQ -> op -> Q form that fold-qdq turns
+into the integer graph ops (graph.qconv2d, graph.qdense, graph.qadd, ...). For
+i8/ui8/i32 tensors these are graph.dequantize / graph.quantize{rounding =
+"half_away"}; int16 ones are spelled with float ops. Quantized model inputs and
 outputs keep their integer element types.
 """
 
@@ -270,13 +272,30 @@ class ImportContext(ImporterBase):
             scale, zero = scale.reshape(()), zero.reshape(())
         return self.constant(scale, t.name + ".scale"), self.constant(zero, t.name + ".zero_point")
 
+    def _static_attrs(self, t: TensorInfo) -> dict | None:
+        """graph.quantize / graph.dequantize parameters of ``t``, or None (int16, or a
+        scale dlc's ops do not take)."""
+        scale, zero = np.asarray(t.scale, np.float32).reshape(-1), np.asarray(t.zero_point).reshape(-1)
+        if not np.all(np.isfinite(scale)) or np.any(scale <= 0) or zero.size not in (1, scale.size):
+            return None
+        attrs = {"scale": [float(v) for v in scale], "zero_point": [int(v) for v in zero]}
+        if max(scale.size, zero.size) > 1:
+            attrs["axis"] = t.quantized_dimension
+        return attrs
+
     def dequantize(self, raw: SSAValue, t: TensorInfo) -> SSAValue:
+        attrs = self._static_attrs(t) if t.dtype in (np.int8, np.uint8, np.int32) else None
+        if attrs is not None:
+            return self.emit(g.DequantizeOp, raw, **attrs)
         scale, zero = self._quant_params(t, len(t.shape))
         x = self.emit(g.CastOp, raw, to=element_type_of(np.float32))
         return self.emit(g.MulOp, self.emit(g.SubOp, x, zero), scale)
 
     def quantize(self, x: SSAValue, t: TensorInfo) -> SSAValue:
         """Integer tensor of ``t``'s type: clip(round_half_away(x / scale) + zp)."""
+        attrs = self._static_attrs(t) if t.dtype in (np.int8, np.uint8) else None
+        if attrs is not None and x.type.element_type == element_type_of(np.float32):
+            return self.emit(g.QuantizeOp, x, dtype=element_type_of(t.dtype), rounding="half_away", **attrs)
         scale, zero = self._quant_params(t, len(t.shape))
         x = self.emit(g.DivOp, x, scale)
         rounded = self.emit(g.MulOp, self.emit(g.SignOp, x),

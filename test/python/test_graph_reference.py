@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import Float32Type
+from xdsl.dialects.builtin import Float32Type, IntegerType
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph import GRAPH_OPS
@@ -17,6 +17,49 @@ f32, i32, i64 = np.float32, np.int32, np.int64
 
 def _i64(*v):
     return np.array(v, dtype=np.int64)
+
+
+_QRNG = np.random.default_rng(1818)  # the quantized cases' own integers (the shared RNG stays as it was)
+
+
+def _tflite_mbqm(acc: int, real: float) -> int:
+    """TFLite's QuantizeMultiplier + MultiplyByQuantizedMultiplier, as its C code, on Python ints."""
+    import math
+
+    q, shift = math.frexp(real)
+    m = round(q * (1 << 31))
+    if m == 1 << 31:
+        m, shift = m // 2, shift + 1
+    x = (acc << max(shift, 0)) & 0xFFFFFFFF
+    x = x - (1 << 32) if x >= 1 << 31 else x
+    ab = x * m
+    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
+    high = abs(ab + nudge) >> 31
+    high = high if ab + nudge >= 0 else -high
+    e = max(-shift, 0)
+    mask = (1 << e) - 1
+    return (high >> e) + (1 if (high & mask) > (mask >> 1) + (1 if high < 0 else 0) else 0)
+
+
+def _tflite_requant(acc, reals, zp, lo, hi, axis=None):
+    acc = np.asarray(acc, np.int64)
+    out = np.empty(acc.shape, np.int64)
+    for idx in np.ndindex(acc.shape):
+        real = reals[idx[axis]] if axis is not None else reals[0]
+        out[idx] = min(max(_tflite_mbqm(int(acc[idx]), float(real)) + zp, lo), hi)
+    return out
+
+
+def _tflite_add(a, b, sa, sb, sy, zy):
+    """TFLite ADD of two zero-point-free int arrays (broadcast), int8 output."""
+    a, b = np.broadcast_arrays(a, b)
+    s = [float(np.float32(v)) for v in (sa, sb, sy)]
+    twice = 2 * max(s[0], s[1])
+    out = np.empty(a.shape, np.int64)
+    for idx in np.ndindex(a.shape):
+        total = _tflite_mbqm(int(a[idx]) << 20, s[0] / twice) + _tflite_mbqm(int(b[idx]) << 20, s[1] / twice)
+        out[idx] = min(max(_tflite_mbqm(total, twice / ((1 << 20) * s[2])) + zy, -128), 127)
+    return out
 
 
 def pos(*shape):
@@ -286,6 +329,56 @@ CASES = [
     # -- ops added later go last: every input comes from one RNG, so a row inserted above
     # would change the inputs of all the rows after it
     ("softsign", g.SoftsignOp, [rand(3, 1, 7)], {}, ("Softsign", {}, (), 18)),
+    # -- quantized ops: onnx's QuantizeLinear / DequantizeLinear, and for the integer ops
+    # TFLite's fixed point written out below with Python ints over onnx's integer
+    # accumulators (ConvInteger, MatMulInteger)
+    ("quantize", g.QuantizeOp, [np.array([[0.25, -0.75, 1.25], [7.0, -300.0, 2.5]], f32)],
+     {"scale": [0.5, 0.25, 1.0], "zero_point": [3, 0, -1], "axis": 1, "dtype": IntegerType(8)},
+     ("QuantizeLinear", {"axis": 1}, (np.array([0.5, 0.25, 1.0], f32), np.array([3, 0, -1], np.int8)), 19)),
+    ("dequantize", g.DequantizeOp, [_QRNG.integers(0, 256, (2, 5)).astype(np.uint8)],
+     {"scale": [0.02], "zero_point": [128]},
+     ("DequantizeLinear", {}, (np.array(0.02, f32), np.array(128, np.uint8)), 19)),
+    ("requantize", g.RequantizeOp, [_QRNG.integers(-30000, 30000, (3, 4)).astype(np.int32)],
+     {"x_scale": [0.001, 0.002, 0.0005], "y_scale": [0.05], "y_zero_point": [-3], "axis": 0, "dtype": IntegerType(8)},
+     lambda x: _tflite_requant(x, [0.001 / 0.05, 0.002 / 0.05, 0.0005 / 0.05], -3, -128, 127, axis=0).astype(np.int8)),
+    ("qconv2d", g.QConv2DOp, [_QRNG.integers(0, 256, (1, 3, 5, 4)).astype(np.uint8),
+                              _QRNG.integers(-127, 128, (2, 3, 3, 3)).astype(np.int8), np.array([100, -700], np.int32)],
+     {"padding": [1, 1, 1, 0], "x_scale": [0.05], "x_zero_point": [128], "w_scale": [0.01, 0.02], "y_scale": [0.2],
+      "y_zero_point": [120]},
+     lambda x, w, b: _tflite_requant(
+         onnx_run("ConvInteger", [x, w, np.array(128, np.uint8)], {"pads": [1, 1, 1, 0]}, opset=10)[0].astype(np.int64)
+         + b.reshape(1, 2, 1, 1), [np.float64(np.float32(0.05)) * np.float64(np.float32(s)) / np.float64(np.float32(0.2))
+                                   for s in (0.01, 0.02)], 120, 0, 255, axis=1).astype(np.uint8)),
+    ("qdense", g.QDenseOp, [_QRNG.integers(-128, 128, (3, 7)).astype(np.int8),
+                            _QRNG.integers(-127, 128, (2, 7)).astype(np.int8)],
+     {"x_scale": [0.1], "x_zero_point": [-5], "w_scale": [0.01], "y_scale": [0.2]},
+     lambda x, w: _tflite_requant(onnx_run("MatMulInteger", [x, w.T.copy(), np.array(-5, np.int8)], {}, opset=10)[0],
+                                  [np.float64(np.float32(0.1)) * np.float64(np.float32(0.01)) / np.float64(np.float32(0.2))],
+                                  0, -128, 127).astype(np.int8)),
+    ("qmatmul", g.QMatmulOp, [_QRNG.integers(0, 256, (2, 3, 5)).astype(np.uint8),
+                              _QRNG.integers(0, 256, (5, 4)).astype(np.uint8)],
+     {"a_scale": [0.1], "a_zero_point": [3], "b_scale": [0.05], "b_zero_point": [128], "y_scale": [0.9]},
+     lambda a, b: _tflite_requant(onnx_run("MatMulInteger", [a, b, np.array(3, np.uint8), np.array(128, np.uint8)], {},
+                                           opset=10)[0],
+                                  [np.float64(np.float32(0.1)) * np.float64(np.float32(0.05)) / np.float64(np.float32(0.9))],
+                                  0, 0, 255).astype(np.uint8)),
+    ("qadd", g.QAddOp, [_QRNG.integers(-128, 128, (2, 1, 3)).astype(np.int8),
+                        _QRNG.integers(-128, 128, (4, 1)).astype(np.int8)],
+     {"a_scale": [0.1], "a_zero_point": [2], "b_scale": [0.3], "y_scale": [0.25], "y_zero_point": [-1]},
+     lambda a, b: _tflite_add(a.astype(np.int64) - 2, b.astype(np.int64), 0.1, 0.3, 0.25, -1).astype(np.int8)),
+    ("qmul", g.QMulOp, [_QRNG.integers(-128, 128, (2, 3)).astype(np.int8), _QRNG.integers(-128, 128, (3,)).astype(np.int8)],
+     {"a_scale": [0.1], "b_scale": [0.3], "y_scale": [0.5], "y_zero_point": [4]},
+     lambda a, b: _tflite_requant(a.astype(np.int64) * b, [np.float64(np.float32(0.1)) * np.float64(np.float32(0.3))
+                                                           / np.float64(np.float32(0.5))], 4, -128, 127).astype(np.int8)),
+    ("qconcat", g.QConcatOp, [_QRNG.integers(-128, 128, (2, 3)).astype(np.int8),
+                              _QRNG.integers(-128, 128, (2, 2)).astype(np.int8)],
+     {"axis": 1, "in_scale": [0.2, 0.1], "in_zero_point": [5, 0], "y_scale": [0.2], "y_zero_point": [5]},
+     lambda a, b: np.concatenate([a, _tflite_requant(b.astype(np.int64), [np.float64(np.float32(0.1)) / np.float64(np.float32(0.2))],
+                                                     5, -128, 127).astype(np.int8)], axis=1)),
+    ("qavg_pool2d", g.QAvgPool2DOp, [_QRNG.integers(0, 256, (1, 2, 5, 5)).astype(np.uint8)],
+     {"kernel": [2, 2], "strides": [2, 2], "x_scale": [0.1], "x_zero_point": [7], "y_scale": [0.1], "y_zero_point": [7]},
+     lambda x: (np.vectorize(lambda t: int(t + 2) // 4 if t >= 0 else -(int(-t + 2) // 4))(
+         (x[:, :, :4, :4].astype(np.int64) - 7).reshape(1, 2, 2, 2, 2, 2).sum(axis=(3, 5))) + 7).astype(np.uint8)),
 ]
 
 
