@@ -30,7 +30,8 @@ FormSchedule = Callable[[Schedule, Target], bool]
 FORM_SCHEDULES: Registry[FormSchedule] = Registry(
     "kernel-form schedule",
     modules=[f"dlc.lowering.schedule.{name}" for name in
-             ("defaults_dense", "defaults_conv", "defaults_conv_grouped", "defaults_nchwc")],
+             ("defaults_dense", "defaults_conv", "defaults_conv_grouped", "defaults_nchwc",
+              "defaults_quantized")],
 )
 form_schedule = FORM_SCHEDULES.register  # @form_schedule(forms.MATMUL)
 

@@ -1,0 +1,59 @@
+"""Default CPU schedule of the integer GEMM form (``qgemm``, kernels/quantized_fast.py).
+
+Written with the schedule primitives only::
+
+    parallel for (mo, nbo) fused            MR x (NV*16) blocks of the i32 accumulators
+      acc_r = acc tile                      cache_write: MR x NV*16 i32 in registers
+      for k4                                4 k at a time
+        for mi (unrolled)  for nbi (unrolled)
+          for nl  for j                     marked dlc.int8_dot = "vpdpbusd" (VNNI target):
+                                            one vpdpbusd (lowering/to_llvm/int8_dot.py)
+      acc tile = acc_r
+    the panel, zero-fill and write-back nests: the generic default (parallel outer loop,
+    vectorized inner loop)
+
+The register tile (8 x 2 vectors = 16 zmm accumulators, or 12 x 1) is the kernel's
+(``QGemmPlan.tile``): the kernel pads M and N to it, so no tail nests exist. The k
+order of the sums does not matter (integers), but it is kept anyway.
+
+Target facts come from the Target: ``avx512vnni`` + ``avx512bw`` get the vpdpbusd loop;
+any other target keeps the loop unmarked (the portable form: j unrolled, LLVM
+vectorizes the 16 lanes with ``vpmaddwd`` where it can). The parallel loop takes the
+kernel's whole block grid (``Target.num_cores`` threads share it at run time).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import StringAttr
+
+from dlc.lowering.kernels.forms import QGEMM
+from dlc.lowering.schedule.core import Schedule
+from dlc.lowering.schedule.defaults_forms import form_schedule
+from dlc.lowering.to_llvm.int8_dot import DOT_ATTR, has_vnni
+from dlc.target import Target
+
+
+def qgemm_tile(s: Schedule) -> tuple[int, int]:
+    """(MR, NV) of the kernel: its padded extents were sized for one of the two tiles."""
+    m, nb = s.loop("m").trip_count, s.loop("nb").trip_count
+    return (8, 2) if nb % 2 == 0 and m % 8 == 0 and nb > 1 else (12, 1)
+
+
+@form_schedule(QGEMM)
+def schedule_qgemm(s: Schedule, target: Target) -> bool:
+    mr, nv = qgemm_tile(s)
+    with s.atomic():
+        s.split("m", mr, "mo", "mi")
+        s.split("nb", nv, "nbo", "nbi")
+        s.reorder("mo", "nbo", "k4", "mi", "nbi", "nl", "j")
+        par = s.fuse("mo", "nbo", name="mo_nbo")
+        if par.trip_count >= 2:
+            s.parallel(par)
+        s.cache_write("acc", "mo_nbo", "acc_r")
+        s.unroll("mi")
+        s.unroll("nbi")
+        if has_vnni(target):
+            s.loop("nl").attributes[DOT_ATTR] = StringAttr("vpdpbusd")
+        else:
+            s.unroll("j", expand=True)
+    return True
