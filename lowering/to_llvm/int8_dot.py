@@ -173,5 +173,39 @@ def emit_vnni(lo: FunctionLowering, op: tloop.ForOp, dot: _Dot) -> None:
 
 
 def _pointer(lo: FunctionLowering, load: Operation) -> SSAValue:
-    assert isinstance(load.memref.type, MemRefType)
-    return lo.element_pointer(load, load.memref, load.indices)
+    """The element pointer of `load` at lane 0, j 0, emitted from the affine form of its
+    flattened address rather than from the index ops: the schedule's cache_write indexes
+    its register tile as ``(tile base + mi) - tile base``, which LLVM does not always fold
+    back to ``mi``; the affine form has the terms cancelled, so the register tile's offsets
+    are constants once the unrolled loops are, and SROA keeps the accumulators in zmm."""
+    from dlc.lowering.schedule.affine import Digit, analyse
+
+    memref_type = load.memref.type
+    assert isinstance(memref_type, MemRefType)
+    strides, offset = row_major_strides(memref_type)
+    total: dict = {}
+    const = offset
+    for index, stride in zip(load.indices, strides, strict=True):
+        form = analyse(index)
+        if form is None:  # (match_dot checked every index through the same analysis)
+            raise LoweringError(load, f"'{load.name}': index not affine{lo.where(load)}")
+        const += form.const * stride
+        for key, coef in form.terms.items():
+            total[key] = total.get(key, 0) + coef * stride
+    address = lo.const(const, i64)
+    for key, coef in total.items():
+        if coef == 0:
+            continue
+        if isinstance(key, Digit):
+            term = lo.v(key.loop.induction_var)
+            if key.part != "iv":
+                divisor = lo.const(key.divisor, i64)
+                term = lo.emit(llvm.UDivOp(term, divisor) if key.part == "div" else llvm.URemOp(term, divisor))
+        else:
+            term = lo.v(key)
+        if coef != 1:
+            term = lo.emit(llvm.MulOp(term, lo.const(coef, i64)))
+        address = lo.emit(llvm.AddOp(address, term))
+    elem = IntegerType(memref_type.element_type.width.data)
+    return lo.emit(llvm.GEPOp(lo.v(load.memref), [llvm.GEP_USE_SSA_VAL], elem, ssa_indices=[address],
+                              inbounds=True))
