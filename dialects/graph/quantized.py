@@ -222,8 +222,10 @@ class QuantizeOp(GraphOp):
 def _axis_extent(t: TensorType, attrs: Attrs) -> int | None:
     """The extent of ``axis`` (None for a scalar tensor: per tensor only)."""
     rank = t.get_num_dims()
-    if rank == 0:
-        return None
+    counts = [len(getattr(attrs, f)) for f in ("scale", "zero_point", "x_scale", "x_zero_point",
+                                               "y_scale", "y_zero_point") if f in attrs]
+    if rank == 0 or max(counts, default=1) == 1:
+        return None  # per tensor: the axis is not read
     return t.get_shape()[normalize_axis(attrs.axis, rank)]
 
 

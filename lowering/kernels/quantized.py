@@ -1,0 +1,349 @@
+"""Kernels of the quantized graph ops (dialects/graph/quantized.py): straightforward
+loop nests, integer arithmetic throughout.
+
+qconv2d / qdense / qmatmul / requantize / qadd / qmul / qconcat / qavg_pool2d use no
+float: operands are widened to i32, their zero points subtracted, products
+accumulated in i32 (a one-element ``memref.alloca`` inside the output loops, private
+to each iteration, so the generic schedule may run the outer loops in parallel), and
+the accumulator is rescaled with TFLite's fixed point (``lowering/kernels/requant.py``,
+the twin of ``dialects/graph/requant.py``: results equal the ops' numpy references
+exactly). Per-channel multipliers, shifts and zero points are kernel-entry tables.
+graph.quantize and graph.dequantize compute in f32 as ONNX does (``x / scale`` rounded
+half to even; ``(x - zp) * scale``).
+
+These kernels carry no ``tloop.form``: they get the generic schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import arith, func, math, memref
+from xdsl.dialects.builtin import f32, i32
+from xdsl.ir import SSAValue
+
+from dlc.dialects.graph import _window_attrs
+from dlc.dialects.graph import requant as nrequant
+from dlc.dialects.graph.quantized import QADD_LEFT_SHIFT, qadd_params, quant_range
+from dlc.dialects.graph_base import GraphOp, normalize_axis
+from dlc.lowering.kernels import kernel
+from dlc.lowering.kernels import requant as rq
+from dlc.lowering.kernels.builder import Index, KernelBuilder
+from dlc.lowering.kernels.pool import _counts, static_table
+
+Param = SSAValue | int | float  # a per-tensor constant, or a per-channel table (memref)
+
+
+def _param(kb: KernelBuilder, values: Sequence, et=i32):
+    """One value (a Python number) or a per-channel table buffer."""
+    vals = [float(v) if et == f32 else int(v) for v in values]
+    if len(set(vals)) == 1:
+        return vals[0]
+    return rq.table(kb, vals, et)
+
+
+def _at(kb: KernelBuilder, p, index: Index, et=i32) -> SSAValue:
+    if isinstance(p, (int, float)):
+        return kb.const(p, et)
+    return kb.load(p, [index])
+
+
+def _multipliers(kb: KernelBuilder, reals) -> tuple:
+    m, s = nrequant.quantize_multipliers(reals)
+    return _param(kb, m), _param(kb, s)
+
+
+def _accumulator(kb: KernelBuilder, init: SSAValue) -> SSAValue:
+    acc = kb.emit(memref.AllocaOp.get(i32, shape=[1]))
+    acc.name_hint = "acc"
+    kb.store(init, acc, [0])
+    return acc
+
+
+def _accumulate(kb: KernelBuilder, acc: SSAValue, term: SSAValue) -> None:
+    kb.store(kb.emit(arith.AddiOp(kb.load(acc, [0]), term)), acc, [0])
+
+
+def _minus(kb: KernelBuilder, value: SSAValue, et, zero_point: SSAValue | int) -> SSAValue:
+    wide = rq.widen(kb, value, et)
+    if isinstance(zero_point, int) and zero_point == 0:
+        return wide
+    zp = kb.const(zero_point, i32) if isinstance(zero_point, int) else zero_point
+    return kb.emit(arith.SubiOp(wide, zp))
+
+
+def _broadcast_index(ivs: Sequence[Index], shape: Sequence[int]) -> list[Index]:
+    """The operand index of output index ``ivs`` under numpy broadcasting."""
+    lead = len(ivs) - len(shape)
+    return [0 if d == 1 else ivs[lead + j] for j, d in enumerate(shape)]
+
+
+def _names(rank: int) -> list[str]:
+    return [f"d{i}" for i in range(rank)]
+
+
+# ---------------------------------------------------------------------------
+# quantize, dequantize, requantize
+# ---------------------------------------------------------------------------
+
+
+def _axis(op: GraphOp, rank: int, count: int) -> int | None:
+    return normalize_axis(op.axis, rank) if count > 1 and rank else None
+
+
+@kernel("graph.quantize")
+def lower_quantize(op: GraphOp, name: str) -> func.FuncOp:
+    x_t, out_t = op.operands[0].type, op.results[0].type
+    shape = list(x_t.get_shape())
+    kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
+    n = max(len(op.scale), len(op.zero_point))
+    axis = _axis(op, len(shape), n)
+    scale = _param(kb, list(op.scale) * (n // len(op.scale)), f32)
+    zp = _param(kb, [float(z) for z in op.zero_point] * (n // len(op.zero_point)), f32)
+    lo, hi = quant_range(out_t.element_type)
+    with kb.loops(_names(len(shape)), shape) as ivs:
+        channel = ivs[axis] if axis is not None else 0
+        y = kb.emit(arith.DivfOp(kb.load(kb.inputs[0], ivs), _at(kb, scale, channel, f32)))
+        y = kb.emit(arith.AddfOp(kb.emit(math.RoundEvenOp(y)), _at(kb, zp, channel, f32)))
+        y = kb.emit(arith.MinimumfOp(kb.emit(arith.MaximumfOp(y, kb.const(float(lo), f32))), kb.const(float(hi), f32)))
+        kb.store(rq.narrow(kb, kb.emit(arith.FPToSIOp(y, i32))), kb.outputs[0], ivs)
+    return kb.finish()
+
+
+@kernel("graph.dequantize")
+def lower_dequantize(op: GraphOp, name: str) -> func.FuncOp:
+    x_t, out_t = op.operands[0].type, op.results[0].type
+    et = x_t.element_type
+    shape = list(x_t.get_shape())
+    kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
+    n = max(len(op.scale), len(op.zero_point))
+    axis = _axis(op, len(shape), n)
+    scale = _param(kb, list(op.scale) * (n // len(op.scale)), f32)
+    zp = _param(kb, [float(z) for z in op.zero_point] * (n // len(op.zero_point)), f32)
+    with kb.loops(_names(len(shape)), shape) as ivs:
+        channel = ivs[axis] if axis is not None else 0
+        xf = kb.convert(kb.load(kb.inputs[0], ivs), et, f32)
+        y = kb.emit(arith.MulfOp(kb.emit(arith.SubfOp(xf, _at(kb, zp, channel, f32))), _at(kb, scale, channel, f32)))
+        kb.store(y, kb.outputs[0], ivs)
+    return kb.finish()
+
+
+@kernel("graph.requantize")
+def lower_requantize(op: GraphOp, name: str) -> func.FuncOp:
+    x_t, out_t = op.operands[0].type, op.results[0].type
+    et = x_t.element_type
+    shape = list(x_t.get_shape())
+    kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
+    real = op.multipliers()
+    n = max(real.size, len(op.x_zero_point), len(op.y_zero_point))
+    axis = _axis(op, len(shape), n)
+    m, s = _multipliers(kb, list(real) * (n // real.size))
+    xzp = _param(kb, list(op.x_zero_point) * (n // len(op.x_zero_point)))
+    yzp = _param(kb, list(op.y_zero_point) * (n // len(op.y_zero_point)))
+    lo, hi = op.out_range()
+    with kb.loops(_names(len(shape)), shape) as ivs:
+        c = ivs[axis] if axis is not None else 0
+        acc = _minus(kb, kb.load(kb.inputs[0], ivs), et, xzp if isinstance(xzp, int) else _at(kb, xzp, c))
+        y = rq.requantize(kb, acc, _pick(kb, m, c), _pick(kb, s, c), _pick(kb, yzp, c), lo, hi)
+        kb.store(rq.narrow(kb, y), kb.outputs[0], ivs)
+    return kb.finish()
+
+
+def _pick(kb: KernelBuilder, p, index: Index):
+    """A per-tensor parameter as a Python int (folded by the emitter), else a table load."""
+    return p if isinstance(p, int) else kb.load(p, [index])
+
+
+# ---------------------------------------------------------------------------
+# qconv2d, qdense, qmatmul
+# ---------------------------------------------------------------------------
+
+
+@kernel("graph.qconv2d")
+def lower_qconv2d(op: GraphOp, name: str) -> func.FuncOp:
+    x_t, w_t = op.operands[0].type, op.operands[1].type
+    has_bias = len(op.operands) == 3
+    out_t = op.results[0].type
+    xe, we = x_t.element_type, w_t.element_type
+    n, c, h, w = x_t.get_shape()
+    o, cpg, kh, kw = w_t.get_shape()
+    _, _, oh, ow = out_t.get_shape()
+    opg = o // op.groups
+    (sh, sw), (dh, dw), (pt, pl, _, _) = _window_attrs(op.attrs)
+    inputs = [x_t, w_t] + ([op.operands[2].type] if has_bias else [])
+    kb = KernelBuilder(name, inputs, [out_t], op.name, ["x", "w"] + (["bias"] if has_bias else []) + ["out"])
+    m, s = _multipliers(kb, op.multipliers())
+    wzp = _param(kb, op.w_zero_point)
+    xzp, yzp = op.x_zero_point[0], op.y_zero_point[0]
+    lo, hi = op.out_range()
+    with kb.loops(["n", "o", "oh", "ow"], [n, o, oh, ow]) as (iv_n, iv_o, iv_oh, iv_ow):
+        init = kb.load(kb.inputs[2], [iv_o]) if has_bias else kb.const(0, i32)
+        acc = _accumulator(kb, init)
+        base = kb.imul(kb.idiv(iv_o, opg), cpg) if op.groups > 1 else 0
+        w_zero = _pick(kb, wzp, iv_o)
+        with kb.loops(["ic", "kh", "kw"], [cpg, kh, kw]) as (iv_ic, iv_kh, iv_kw):
+            ih, iw, inside = kb.window_tap((iv_oh, iv_ow), (iv_kh, iv_kw), strides=(sh, sw), dilations=(dh, dw),
+                                           pads=(pt, pl), in_hw=(h, w), out_hw=(oh, ow), kernel=(kh, kw))
+            # a padded tap reads x's zero point: it contributes 0
+            xv = kb.load_or(kb.inputs[0], [iv_n, kb.iadd(base, iv_ic), ih, iw], inside, kb.const(xzp, xe))
+            wv = kb.load(kb.inputs[1], [iv_o, iv_ic, iv_kh, iv_kw])
+            _accumulate(kb, acc, kb.emit(arith.MuliOp(_minus(kb, xv, xe, xzp), _minus(kb, wv, we, w_zero))))
+        y = rq.requantize(kb, kb.load(acc, [0]), _pick(kb, m, iv_o), _pick(kb, s, iv_o), yzp, lo, hi)
+        kb.store(rq.narrow(kb, y), kb.outputs[0], [iv_n, iv_o, iv_oh, iv_ow])
+    return kb.finish()
+
+
+@kernel("graph.qdense")
+def lower_qdense(op: GraphOp, name: str) -> func.FuncOp:
+    x_t, w_t = op.operands[0].type, op.operands[1].type
+    has_bias = len(op.operands) == 3
+    out_t = op.results[0].type
+    xe, we = x_t.element_type, w_t.element_type
+    lead = list(x_t.get_shape())[:-1]
+    nn, k = w_t.get_shape()
+    inputs = [x_t, w_t] + ([op.operands[2].type] if has_bias else [])
+    kb = KernelBuilder(name, inputs, [out_t], op.name, ["x", "w"] + (["bias"] if has_bias else []) + ["out"])
+    m, s = _multipliers(kb, op.multipliers())
+    wzp = _param(kb, op.w_zero_point)
+    xzp, yzp = op.x_zero_point[0], op.y_zero_point[0]
+    lo, hi = op.out_range()
+    with kb.loops(_names(len(lead)) + ["j"], lead + [nn]) as ivs:
+        *lead_ivs, iv_j = ivs
+        acc = _accumulator(kb, kb.load(kb.inputs[2], [iv_j]) if has_bias else kb.const(0, i32))
+        w_zero = _pick(kb, wzp, iv_j)
+        with kb.loop("k", k) as iv_k:
+            xv = kb.load(kb.inputs[0], [*lead_ivs, iv_k])
+            wv = kb.load(kb.inputs[1], [iv_j, iv_k])
+            _accumulate(kb, acc, kb.emit(arith.MuliOp(_minus(kb, xv, xe, xzp), _minus(kb, wv, we, w_zero))))
+        y = rq.requantize(kb, kb.load(acc, [0]), _pick(kb, m, iv_j), _pick(kb, s, iv_j), yzp, lo, hi)
+        kb.store(rq.narrow(kb, y), kb.outputs[0], ivs)
+    return kb.finish()
+
+
+@kernel("graph.qmatmul")
+def lower_qmatmul(op: GraphOp, name: str) -> func.FuncOp:
+    a_t, b_t = op.operands[0].type, op.operands[1].type
+    out_t = op.results[0].type
+    ae, be = a_t.element_type, b_t.element_type
+    a_s, b_s, o_s = list(a_t.get_shape()), list(b_t.get_shape()), list(out_t.get_shape())
+    k = a_s[-1]
+    kb = KernelBuilder(name, [a_t, b_t], [out_t], op.name, ["a", "b", "out"])
+    m, s = _multipliers(kb, op.multipliers())
+    azp, bzp, yzp = op.a_zero_point[0], op.b_zero_point[0], op.y_zero_point[0]
+    lo, hi = op.out_range()
+    with kb.loops(_names(len(o_s) - 2) + ["i", "j"], o_s) as ivs:
+        *batch, iv_i, iv_j = ivs
+        acc = _accumulator(kb, kb.const(0, i32))
+        with kb.loop("k", k) as iv_k:
+            av = kb.load(kb.inputs[0], _broadcast_index(batch, a_s[:-2]) + [iv_i, iv_k])
+            bv = kb.load(kb.inputs[1], _broadcast_index(batch, b_s[:-2]) + [iv_k, iv_j])
+            _accumulate(kb, acc, kb.emit(arith.MuliOp(_minus(kb, av, ae, azp), _minus(kb, bv, be, bzp))))
+        y = rq.requantize(kb, kb.load(acc, [0]), m, s, yzp, lo, hi)
+        kb.store(rq.narrow(kb, y), kb.outputs[0], ivs)
+    return kb.finish()
+
+
+# ---------------------------------------------------------------------------
+# qadd, qmul, qconcat, qavg_pool2d
+# ---------------------------------------------------------------------------
+
+
+def _binary(op: GraphOp, name: str, combine) -> func.FuncOp:
+    a_t, b_t = op.operands[0].type, op.operands[1].type
+    out_t = op.results[0].type
+    o_s = list(out_t.get_shape())
+    kb = KernelBuilder(name, [a_t, b_t], [out_t], op.name, ["a", "b", "out"])
+    lo, hi = op.out_range()
+    with kb.loops(_names(len(o_s)), o_s) as ivs:
+        av = _minus(kb, kb.load(kb.inputs[0], _broadcast_index(ivs, a_t.get_shape())), a_t.element_type,
+                    op.a_zero_point[0])
+        bv = _minus(kb, kb.load(kb.inputs[1], _broadcast_index(ivs, b_t.get_shape())), b_t.element_type,
+                    op.b_zero_point[0])
+        y = rq.clamp(kb, kb.emit(arith.AddiOp(combine(kb, av, bv), kb.const(op.y_zero_point[0], i32))), lo, hi)
+        kb.store(rq.narrow(kb, y), kb.outputs[0], ivs)
+    return kb.finish()
+
+
+@kernel("graph.qadd")
+def lower_qadd(op: GraphOp, name: str) -> func.FuncOp:
+    (ma, sa), (mb, sb), (my, sy) = qadd_params(op.a_scale[0], op.b_scale[0], op.y_scale[0])
+    shift = QADD_LEFT_SHIFT
+
+    def combine(kb, av, bv):
+        left = kb.const(shift, i32)
+        xa = rq.mbqm(kb, kb.emit(arith.ShLIOp(av, left)), ma, sa)
+        xb = rq.mbqm(kb, kb.emit(arith.ShLIOp(bv, left)), mb, sb)
+        return rq.mbqm(kb, kb.emit(arith.AddiOp(xa, xb)), my, sy)
+
+    return _binary(op, name, combine)
+
+
+@kernel("graph.qmul")
+def lower_qmul(op: GraphOp, name: str) -> func.FuncOp:
+    (m,), (s,) = nrequant.quantize_multipliers(op.multipliers())
+    m, s = int(m), int(s)
+    return _binary(op, name, lambda kb, av, bv: rq.mbqm(kb, kb.emit(arith.MuliOp(av, bv)), m, s))
+
+
+@kernel("graph.qconcat")
+def lower_qconcat(op: GraphOp, name: str) -> func.FuncOp:
+    types = [v.type for v in op.operands]
+    out_t = op.results[0].type
+    axis = normalize_axis(op.axis, out_t.get_num_dims())
+    kb = KernelBuilder(name, types, [out_t], op.name, [f"in{i}" for i in range(len(types))] + ["out"])
+    lo, hi = op.out_range()
+    yzp, ys = op.y_zero_point[0], op.y_scale[0]
+    offset = 0
+    for i, t in enumerate(types):
+        shape = list(t.get_shape())
+        sc, zp = op.in_scale[i], op.in_zero_point[i]
+        [m], [s] = nrequant.quantize_multipliers([float(sc) / float(ys)])
+        with kb.loops([f"p{i}d{j}" for j in range(len(shape))], shape) as ivs:
+            v = kb.load(kb.inputs[i], ivs)
+            out_idx = list(ivs)
+            out_idx[axis] = kb.iadd(ivs[axis], offset)
+            if sc == ys and zp == yzp and (lo, hi) == quant_range(t.element_type) and t.element_type == out_t.element_type:
+                kb.store(v, kb.outputs[0], out_idx)  # same parameters: a copy
+            else:
+                y = rq.requantize(kb, _minus(kb, v, t.element_type, zp), int(m), int(s), yzp, lo, hi)
+                kb.store(rq.narrow(kb, y), kb.outputs[0], out_idx)
+        offset += shape[axis]
+    return kb.finish()
+
+
+@kernel("graph.qavg_pool2d")
+def lower_qavg_pool2d(op: GraphOp, name: str) -> func.FuncOp:
+    x_t, out_t = op.operands[0].type, op.results[0].type
+    xe = x_t.element_type
+    a = op.attrs
+    kh, kw = a.kernel
+    (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(a)
+    n, c, h, w = x_t.get_shape()
+    _, _, oh, ow = out_t.get_shape()
+    kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
+    [m], [s] = nrequant.quantize_multipliers(op.multipliers())
+    xzp, yzp = op.x_zero_point[0], op.y_zero_point[0]
+    lo, hi = op.out_range()
+    include = a.count_include_pad
+    rows = [max(v, 1) for v in _counts(oh, kh, sh, dh, pt, -pt if include else 0, h + pb if include else h)]
+    cols = [max(v, 1) for v in _counts(ow, kw, sw, dw, pl, -pl if include else 0, w + pr if include else w)]
+    with kb.loops(["n", "c", "oh", "ow"], [n, c, oh, ow]) as (iv_n, iv_c, iv_oh, iv_ow):
+        acc = _accumulator(kb, kb.const(0, i32))
+        with kb.loops(["kh", "kw"], [kh, kw]) as (iv_kh, iv_kw):
+            ih, iw, inside = kb.window_tap((iv_oh, iv_ow), (iv_kh, iv_kw), strides=(sh, sw), dilations=(dh, dw),
+                                           pads=(pt, pl), in_hw=(h, w), out_hw=(oh, ow), kernel=(kh, kw))
+            xv = kb.load_or(kb.inputs[0], [iv_n, iv_c, ih, iw], inside, kb.const(xzp, xe))
+            _accumulate(kb, acc, _minus(kb, xv, xe, xzp))
+        count = kb.emit(arith.MuliOp(static_table(kb, iv_oh, rows, i32), static_table(kb, iv_ow, cols, i32)))
+        avg = _round_half_away_div(kb, kb.load(acc, [0]), count)
+        y = rq.requantize(kb, avg, int(m), int(s), yzp, lo, hi)
+        kb.store(rq.narrow(kb, y), kb.outputs[0], [iv_n, iv_c, iv_oh, iv_ow])
+    return kb.finish()
+
+
+def _round_half_away_div(kb: KernelBuilder, total: SSAValue, count: SSAValue) -> SSAValue:
+    """``total / count`` (count > 0) rounded half away from zero (TFLite's average pool)."""
+    half = kb.emit(arith.DivSIOp(count, kb.const(2, i32)))
+    nonneg = kb.emit(arith.CmpiOp(total, kb.const(0, i32), "sge"))
+    num = kb.select(nonneg, kb.emit(arith.AddiOp(total, half)), kb.emit(arith.SubiOp(total, half)))
+    return kb.emit(arith.DivSIOp(num, count))  # C division truncates toward zero
