@@ -355,6 +355,23 @@ def generate_fast(op, name: str) -> func.FuncOp | None:
     return None
 
 
+def fast_first(plain: Callable) -> Callable:
+    """A generator ``(op, name, options)``: the qgemm kernel when lower-to-loops builds the
+    CPU forms (``options.flat_conv``) and :func:`generate_fast` applies, else
+    ``plain(op, name)`` (the GPU lowering and the shapes qgemm does not take)."""
+
+    def generate(op, name: str, options) -> func.FuncOp:
+        if options.flat_conv:
+            fast = generate_fast(op, name)
+            if fast is not None:
+                return fast
+        return plain(op, name)
+
+    generate.__name__ = generate.__qualname__ = plain.__name__
+    generate.__doc__ = plain.__doc__
+    return generate
+
+
 def _qdense(op, name: str) -> func.FuncOp | None:
     from dlc.dialects import graph as g
 
