@@ -312,10 +312,13 @@ def graph_passes(layout: str | None = None) -> tuple[str, ...]:
     layout = layout or os.environ.get("DLC_LAYOUT", DEFAULT_CPU_LAYOUT)
     if layout not in ("NCHW", "NCHWc"):
         raise CompileError(f"unknown layout '{layout}' (expected NCHW or NCHWc)")
+    # fold-qdq (CPU): after fold-constant, QDQ patterns become integer ops
+    at = GRAPH_PASSES.index("fold-constant") + 1
+    passes = GRAPH_PASSES[:at] + ("fold-qdq",) + GRAPH_PASSES[at:]
     if layout == "NCHW":
-        return GRAPH_PASSES
-    at = GRAPH_PASSES.index("fuse-ops")
-    return GRAPH_PASSES[:at] + ("alter-op-layout",) + GRAPH_PASSES[at:]
+        return passes
+    at = passes.index("fuse-ops")
+    return passes[:at] + ("alter-op-layout",) + passes[at:]
 
 
 def schedule_pass(target: Target | None = None) -> str:
@@ -374,6 +377,12 @@ def _run_codegens_of_partitions(module: ModuleOp, target: Target | None, timed, 
             externals.extend(run_codegens(module, Target.host() if target is None else target))
         except (CodegenError, UnknownTargetError) as err:
             raise CompileError(err.message) from None
+
+
+def qdq_report(module: ModuleOp) -> list[str]:
+    """fold-qdq's notes (the module's ``dlc.qdq_report``): what became integer ops, what stayed float."""
+    attr = module.attributes.get("dlc.qdq_report")
+    return [a.data for a in attr.data] if attr is not None else []
 
 
 def byoc_report(module: ModuleOp, externals=()) -> list[str]:
@@ -507,6 +516,8 @@ class CompiledModule:
         self._external_library = external_library  # their JIT library (kept loaded)
         # which ops went to which BYOC codegen, and why the rest did not (dlc -v)
         self.byoc_report = list(byoc_report or [])
+        # which QDQ patterns fold-qdq made integer ops, and why the others stayed float (dlc -v)
+        self.qdq_report: list[str] = []
 
     def _runnable(self) -> NativeModule:
         if self._native is None:
@@ -660,6 +671,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
         raise CompileError("byoc= needs graph-level input (partitions are cut from the graph)")
     lower_to_llvm_dialect(module, timings, layout, target, profile, progress, byoc, externals)
     report = byoc_report(module, externals)
+    qdq_notes = qdq_report(module)
     external_list = external_kernels(module)
     if external_list and meta is not None:
         import json
@@ -685,8 +697,10 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
         llvm_ir = str(translation.module)
     weights = _bind_weights(module, translation.weight_symbols)
     if not runs_here:  # no JIT: export (or cross-export) is all such a module does
-        return CompiledModule(None, None, llvm_ir, weights, timings, num_threads, target=target,
-                              entries=entries, default=default, externals=externals, byoc_report=report)
+        compiled = CompiledModule(None, None, llvm_ir, weights, timings, num_threads, target=target,
+                                  entries=entries, default=default, externals=externals, byoc_report=report)
+        compiled.qdq_report = qdq_notes
+        return compiled
     with timed("llvm-jit"):
         try:
             jit = JITModule(llvm_ir, weights, opt=opt, target=target)
@@ -700,9 +714,11 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
                           external_kernels=external_list)
     if num_threads is not None:
         native.set_num_threads(num_threads)
-    return CompiledModule(native, jit, llvm_ir, weights, timings, num_threads,
-                          _profiler(module, jit) if profile else None, target=target,
-                          externals=externals, byoc_report=report, external_library=external_library)
+    compiled = CompiledModule(native, jit, llvm_ir, weights, timings, num_threads,
+                              _profiler(module, jit) if profile else None, target=target,
+                              externals=externals, byoc_report=report, external_library=external_library)
+    compiled.qdq_report = qdq_notes
+    return compiled
 
 
 def cannot_run_here(target: Target, built: bool = True) -> str:

@@ -60,6 +60,7 @@ _SCHEDULE = "dlc.transforms.tloop_schedule"
 PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     # graph level
     "fold-constant": _lazy("dlc.transforms.fold_constant", "FoldConstantPass"),
+    "fold-qdq": _lazy("dlc.transforms.fold_qdq", "FoldQdqPass"),
     "legalize": _lazy("dlc.transforms.legalize", "LegalizePass"),
     "shape-infer": _lazy("dlc.transforms.shape_infer", "ShapeInferPass"),
     "expand-control-flow": _lazy("dlc.transforms.expand_control_flow", "ExpandControlFlowPass"),

@@ -205,6 +205,9 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
     if verbose and targets:
         for line in getattr(compiled, "byoc_report", []):
             print(f"byoc: {line}", file=sys.stderr)
+    if verbose:
+        for line in getattr(compiled, "qdq_report", []):
+            print(line, file=sys.stderr)
     return compiled
 
 

@@ -21,6 +21,8 @@ its constant result. Arrays stay numpy arrays throughout (dense attributes
 are read zero-copy and written from raw bytes).
 
 Ops with regions are not folded (their bodies may read non-constant values).
+graph.dequantize (``FOLD_LATE``) is not folded either: fold-qdq reads the integers
+of a dequantized weight, then folds the ones it leaves.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class FoldConstantOps(RewritePattern):
     store: WeightStore
     size_limit: int
     inline_limit: int
+    fold_late: bool = False
+    """Also fold the ops marked ``FOLD_LATE`` (graph.dequantize: fold-qdq must see it
+    on its constant weights first, then folds what it leaves with this set)."""
     created_weights: set[str] = field(default_factory=set)
     failure: Exception | None = None
     """The first op that could not be evaluated (raised after the walk, so
@@ -66,6 +71,8 @@ class FoldConstantOps(RewritePattern):
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if not isinstance(op, GraphOp) or isinstance(op, _CONSTANT_OPS) or op.regions:
+            return
+        if getattr(op, "FOLD_LATE", False) and not self.fold_late:
             return
         producers = [v.owner for v in op.operands]
         if not all(isinstance(p, _CONSTANT_OPS) for p in producers):

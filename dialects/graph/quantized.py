@@ -38,7 +38,8 @@ y_scale`` with TFLite's fixed-point ``MultiplyByQuantizedMultiplier``, then
 ``y_zero_point`` is added and the result clamped. graph.qadd follows TFLite's
 ADD (both inputs shifted left by 20 bits and rescaled to twice the larger input
 scale, summed, rescaled to the output). graph.qavg_pool2d divides its window sum
-rounding half away from zero (TFLite's AVERAGE_POOL_2D). graph.quantize rounds
+rounding half away from zero (TFLite's AVERAGE_POOL_2D) when the scales agree, else
+rescales the sum once by ``x_scale / (y_scale * count)``. graph.quantize rounds
 half to even and saturates (ONNX QuantizeLinear, computed in f32: ``x / scale``).
 
 ONNX's QLinearConv / QLinearMatMul conformance cases expect onnx's float
@@ -54,6 +55,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 from xdsl.dialects.builtin import Float32Type, IntegerType, Signedness, TensorType
@@ -243,6 +245,9 @@ class DequantizeOp(GraphOp):
     """
 
     name = "graph.dequantize"
+    # fold-constant leaves a dequantized constant (a QDQ weight) to fold-qdq, which
+    # reads its integers and scales, then folds the ones no pattern took
+    FOLD_LATE: ClassVar[bool] = True
     scale = FloatsAttribute()
     zero_point = IntsAttribute(default=(0,))
     axis = IntAttribute(default=1)
@@ -670,8 +675,9 @@ class QConcatOp(_QuantOp):
 @irdl_op_definition
 class QAvgPool2DOp(_QuantOp):
     """Quantized 2-D average pool, NCHW: the window sum of ``x - x_zero_point``
-    (i32) divided by the count rounding half away from zero, then rescaled by
-    ``x_scale / y_scale`` (exact when they are equal) plus ``y_zero_point``.
+    (i32), divided by the count rounding half away from zero when ``x_scale ==
+    y_scale`` (TFLite's AVERAGE_POOL_2D), else rescaled once by ``x_scale / (y_scale *
+    count)`` in fixed point; plus ``y_zero_point``.
     Pool attributes as graph.avg_pool2d (a global pool is the full window).
 
     ```mlir
@@ -709,9 +715,6 @@ class QAvgPool2DOp(_QuantOp):
         _check_clamp(attrs, quant_range(et))
         return [tensor_type(out.get_shape(), et)]
 
-    def multipliers(self) -> np.ndarray:
-        return _real([self.x_scale[0]], self.y_scale[0])
-
     def window_sums(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(sum of x - x_zp, count) per output element, int64."""
         total = count = None
@@ -721,9 +724,20 @@ class QAvgPool2DOp(_QuantOp):
             count = weight if count is None else count + weight
         return total, np.maximum(count, 1)
 
+    def count_multipliers(self) -> tuple[np.ndarray, np.ndarray]:
+        """(Q31 multipliers, shifts) of ``x_scale / (y_scale * count)`` for count = 0 ..
+        the window size (index 0 unused): one rounding from the window sum to the output."""
+        kh, kw = self.kernel
+        counts = np.maximum(np.arange(kh * kw + 1), 1)
+        return requant.quantize_multipliers(np.float64(self.x_scale[0]) / (np.float64(self.y_scale[0]) * counts))
+
     def reference(self, x: np.ndarray) -> list[np.ndarray]:
         total, count = self.window_sums(x)
-        avg = requant.round_half_away_div(total, count)
         lo, hi = self.out_range()
-        return [_contiguous(_requantize(avg, self.multipliers(), self.y_zero_point[0], lo, hi, None,
-                                        numpy_dtype(self.out.type.element_type)))]
+        dtype = numpy_dtype(self.out.type.element_type)
+        if self.x_scale[0] == self.y_scale[0]:  # TFLite: the rounded mean, in the same scale
+            avg = requant.round_half_away_div(total, count) + self.y_zero_point[0]
+            return [_contiguous(np.clip(avg, lo, hi).astype(dtype))]
+        m, s = self.count_multipliers()
+        y = requant.multiply_by_quantized_multiplier(requant.wrap_i32(total), m[count], s[count])
+        return [_contiguous(np.clip(y + self.y_zero_point[0], lo, hi).astype(dtype))]

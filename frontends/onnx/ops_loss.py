@@ -84,6 +84,11 @@ def _per_axis(ctx: ImportContext, node: Node, param: Tensor, x: Tensor) -> Tenso
 
 @converts("DequantizeLinear")
 def convert_dequantize(node: Node, ctx: ImportContext):
+    from dlc.frontends.onnx.ops_quantized import dequantize_static
+
+    static = dequantize_static(node, ctx)  # compile-time parameters: graph.dequantize
+    if static is not None:
+        return [static]
     x, scale, zero_point = node.input(0), node.input(1), node.input(2)
     out_type = scale.element_type
     if node.attr("output_dtype", 0):
@@ -111,6 +116,11 @@ def convert_quantize(node: Node, ctx: ImportContext):
         return [quantize_to_narrow_float(ctx, node, x, scale, zero_point, out_type)]
     if dtype.kind not in "iu" and not is_narrow(out_type):
         raise ctx.error(f"quantizing to {dtype} is not supported (integer types are)")
+    from dlc.frontends.onnx.ops_quantized import quantize_static
+
+    static = quantize_static(node, ctx, out_type)  # compile-time parameters: graph.quantize
+    if static is not None:
+        return [static]
     scale = as_compute_type(ctx, scale)
     xf = x if x.element_type == scale.element_type else ctx.emit(g.CastOp, x, to=scale.element_type)
     # round half to even, shift, saturate, convert

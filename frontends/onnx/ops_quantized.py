@@ -95,3 +95,76 @@ def _cast(ctx: ImportContext, x, dtype):
     if x.dtype == np.dtype(dtype):
         return x
     return ctx.emit(g.CastOp, x, to=element_type_of(np.dtype(dtype)))
+
+
+# ---------------------------------------------------------------------------
+# QuantizeLinear / DequantizeLinear with compile-time parameters -> graph.quantize /
+# graph.dequantize (what fold-qdq matches); the others are decomposed (ops_loss.py)
+# ---------------------------------------------------------------------------
+
+_QUANT_DTYPES = (np.dtype(np.int8), np.dtype(np.uint8))
+
+
+def _static_params(ctx: ImportContext, node: Node, x, scale, zero_point) -> dict | None:
+    """The attributes of graph.quantize / graph.dequantize when ``scale`` (f32) and the
+    zero point are compile-time constants, per tensor or per axis; else None."""
+    if node.attr("block_size", 0) or scale is None or scale.const is None:
+        return None
+    if zero_point is not None and zero_point.const is None:
+        return None
+    s = np.asarray(scale.const)
+    if s.dtype != np.float32 or s.ndim > 1 or s.size == 0:
+        return None
+    z = np.zeros(1, np.int64) if zero_point is None else np.asarray(zero_point.const).astype(np.int64)
+    if z.ndim > 1 or z.size not in (1, s.size):
+        return None
+    if not np.all(np.isfinite(s)) or np.any(s <= 0):
+        return None  # onnx's own arithmetic decides what such a scale gives
+    attrs = {"scale": [float(v) for v in s.reshape(-1)], "zero_point": [int(v) for v in z.reshape(-1)]}
+    if max(s.size, z.size) > 1:
+        if x.rank == 0:
+            return None
+        axis = ctx.axis(node.attr("axis", 1), x.rank)
+        if x.shape[axis] != s.size:
+            raise ctx.error(f"scale has {s.size} values but axis {axis} of the input has {x.shape[axis]}")
+        attrs["axis"] = axis
+    return attrs
+
+
+def emit_unfolded(ctx: ImportContext, op_class, x, **attrs):
+    """``op_class`` on ``x`` as an op even when ``x`` is a constant: a dequantized weight
+    must stay recognizable for fold-qdq (which folds what it leaves)."""
+    from dlc.frontends.onnx.importer import Tensor
+
+    op = ctx.make(op_class, ctx.value(x), **attrs)
+    ctx.block.add_op(op)
+    return Tensor(ctx._result_name(), op.results[0].type, ssa=op.results[0],
+                  sources=(x.graph_input,) if x.graph_input else x.sources)
+
+
+def dequantize_static(node: Node, ctx: ImportContext):
+    """DequantizeLinear as graph.dequantize (i8/ui8/i32 input, f32 output), or None."""
+    x, scale, zero_point = node.input(0), node.input(1), node.input(2)
+    if x.dtype not in _QUANT_DTYPES + (np.dtype(np.int32),):
+        return None
+    if node.attr("output_dtype", 0) not in (0, 1):  # 1: float
+        return None
+    attrs = _static_params(ctx, node, x, scale, zero_point)
+    if attrs is None:
+        return None
+    return emit_unfolded(ctx, g.DequantizeOp, x, **attrs)
+
+
+def quantize_static(node: Node, ctx: ImportContext, out_type):
+    """QuantizeLinear of f32 to i8/ui8 as graph.quantize, or None."""
+    x, scale, zero_point = node.input(0), node.input(1), node.input(2)
+    from dlc.dialects.graph_base import numpy_dtype
+
+    if x.dtype != np.float32 or numpy_dtype(out_type) not in _QUANT_DTYPES:
+        return None
+    if node.attr("saturate", 1) != 1:
+        return None
+    attrs = _static_params(ctx, node, x, scale, zero_point)
+    if attrs is None:
+        return None
+    return ctx.emit(g.QuantizeOp, x, dtype=out_type, **attrs)

@@ -28,7 +28,7 @@ from dlc.dialects.graph.quantized import QADD_LEFT_SHIFT, qadd_params, quant_ran
 from dlc.dialects.graph_base import GraphOp, normalize_axis
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels import requant as rq
-from dlc.lowering.kernels.builder import Index, KernelBuilder
+from dlc.lowering.kernels.builder import INDEX, Index, KernelBuilder
 from dlc.lowering.kernels.pool import _counts, static_table
 from dlc.lowering.kernels.quantized_fast import fast_first
 
@@ -325,7 +325,10 @@ def lower_qavg_pool2d(op: GraphOp, name: str) -> func.FuncOp:
     n, c, h, w = x_t.get_shape()
     _, _, oh, ow = out_t.get_shape()
     kb = KernelBuilder(name, [x_t], [out_t], op.name, ["x", "out"])
-    [m], [s] = nrequant.quantize_multipliers(op.multipliers())
+    same_scale = op.x_scale[0] == op.y_scale[0]
+    if not same_scale:  # per window count (1 .. kh*kw): x_scale / (y_scale * count)
+        ms, ss = op.count_multipliers()
+        m_table, s_table = rq.table(kb, [int(v) for v in ms]), rq.table(kb, [int(v) for v in ss])
     xzp, yzp = op.x_zero_point[0], op.y_zero_point[0]
     lo, hi = op.out_range()
     include = a.count_include_pad
@@ -339,8 +342,12 @@ def lower_qavg_pool2d(op: GraphOp, name: str) -> func.FuncOp:
             xv = kb.load_or(kb.inputs[0], [iv_n, iv_c, ih, iw], inside, kb.const(xzp, xe))
             _accumulate(kb, acc, _minus(kb, xv, xe, xzp))
         count = kb.emit(arith.MuliOp(static_table(kb, iv_oh, rows, i32), static_table(kb, iv_ow, cols, i32)))
-        avg = _round_half_away_div(kb, kb.load(acc, [0]), count)
-        y = rq.requantize(kb, avg, int(m), int(s), yzp, lo, hi)
+        total = kb.load(acc, [0])
+        if same_scale:
+            y = rq.clamp(kb, kb.emit(arith.AddiOp(_round_half_away_div(kb, total, count), kb.const(yzp, i32))), lo, hi)
+        else:
+            index = kb.emit(arith.IndexCastOp(count, INDEX))
+            y = rq.requantize(kb, total, kb.load(m_table, [index]), kb.load(s_table, [index]), yzp, lo, hi)
         kb.store(rq.narrow(kb, y), kb.outputs[0], [iv_n, iv_c, iv_oh, iv_ow])
     return kb.finish()
 
