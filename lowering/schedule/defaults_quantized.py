@@ -9,8 +9,13 @@ Written with the schedule primitives only::
           for nl  for j                     marked dlc.int8_dot = "vpdpbusd" (VNNI target):
                                             one vpdpbusd (lowering/to_llvm/int8_dot.py)
       acc tile = acc_r
-    the panel, zero-fill and write-back nests: the generic default (parallel outer loop,
-    vectorized inner loop)
+    conv panel (im2col)                     pa_n pa_oh pa_c pa_kh pa_kw pa_ow: x read along
+                                            its rows (the ap2 rows it writes, Kp bytes apart,
+                                            are one output row's: L1-resident)
+    conv write-back                         o_n o_pb o_c o_pi: the i32 tile of PB rows x N
+                                            channels read from L1, out rows written 1..PB
+                                            bytes contiguous (acc is [p][channel], out NCHW)
+    the other nests: the generic default (parallel outer loop, vectorized inner loop)
 
 The register tile (8 x 2 vectors = 16 zmm accumulators, or 12 x 1) is the kernel's
 (``QGemmPlan.tile``): the kernel pads M and N to it, so no tail nests exist. The k
@@ -27,7 +32,7 @@ from __future__ import annotations
 from xdsl.dialects.builtin import StringAttr
 
 from dlc.lowering.kernels.forms import QGEMM
-from dlc.lowering.schedule.core import Schedule
+from dlc.lowering.schedule.core import Schedule, ScheduleError, loop_name
 from dlc.lowering.schedule.defaults_forms import form_schedule
 from dlc.lowering.to_llvm.int8_dot import DOT_ATTR, has_vnni
 from dlc.target import Target
@@ -56,4 +61,46 @@ def schedule_qgemm(s: Schedule, target: Target) -> bool:
             s.loop("nl").attributes[DOT_ATTR] = StringAttr("vpdpbusd")
         else:
             s.unroll("j", expand=True)
+    names = {loop_name(loop) for loop in s.loops()}
+    if "pa_ow" in names:
+        _conv_panel(s)
+    if "o_p" in names:
+        _conv_write_back(s)
     return True
+
+
+WRITE_BACK_ROWS = 64  # output positions per write-back block: 64 x N i32 of acc in L1
+
+
+def _conv_panel(s: Schedule) -> None:
+    """im2col along the input rows; a shape the steps refuse keeps the generic default."""
+    try:
+        with s.atomic():
+            s.reorder("pa_n", "pa_oh", "pa_c", "pa_kh", "pa_kw", "pa_ow")
+            par = s.fuse("pa_n", "pa_oh", name="pa_noh")
+            if par.trip_count >= 2:
+                s.parallel(par)
+    except ScheduleError:
+        pass  # (the panel is then the generic default's)
+
+
+def _conv_write_back(s: Schedule) -> None:
+    """The transposing write-back in blocks of output positions (a divisor of the plane,
+    so no guard sits in the vector loop)."""
+    plane = s.loop("o_p").trip_count
+    block = next((d for d in range(WRITE_BACK_ROWS, 7, -1) if plane % d == 0), None)
+    if block is None or block == plane and s.loop("o_n").trip_count < 2:
+        return
+    try:
+        with s.atomic():
+            if block < plane:
+                s.split("o_p", block, "o_pb", "o_pi")
+                s.reorder("o_n", "o_pb", "o_c", "o_pi")
+                par = s.fuse("o_n", "o_pb", name="o_npb")
+            else:
+                par = s.loop("o_n")
+            if par.trip_count >= 2:
+                s.parallel(par)
+            # (not vectorized: its acc reads are N apart, which the vectorize check refuses)
+    except ScheduleError:
+        pass  # (the generic default's)
