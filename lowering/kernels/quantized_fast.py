@@ -343,13 +343,16 @@ def _weights(op, plan: QGemmPlan, name: str) -> dict[str, str]:
 
 
 def generate_fast(op, name: str) -> func.FuncOp | None:
-    """The qgemm kernel of a graph.qdense / graph.qmatmul / graph.qconv2d, or None when the
-    op is not its shape (a non-constant weight, groups > 1, a weight zero point other than
-    0 (or 128 for ui8)): the caller then emits the plain kernel."""
+    """The qgemm kernel of a graph.qdense / graph.qmatmul / graph.qconv2d (a depthwise
+    qconv2d: kernels/quantized_depthwise.py), or None when the op is not its shape (a
+    non-constant weight, other grouped convs, a weight zero point other than 0 (or 128
+    for ui8)): the caller then emits the plain kernel."""
     from dlc.dialects import graph as g
 
     if isinstance(op, g.QConv2DOp):
-        return _qconv2d(op, name)
+        from dlc.lowering.kernels.quantized_depthwise import qdepthwise
+
+        return _qconv2d(op, name) if op.attrs.groups == 1 else qdepthwise(op, name)
     if isinstance(op, (g.QDenseOp, g.QMatmulOp)):
         return _qdense(op, name)
     return None

@@ -139,10 +139,36 @@ def test_weight_zero_point_needs_the_plain_kernel():
     assert kernel_forms(module) == [None]
 
 
-def test_depthwise_qconv2d_keeps_the_plain_kernel():
-    attrs = dict(x_scale=[0.05], w_scale=[0.01], y_scale=[0.1], groups=4, padding=[1] * 4)
-    module, op = module_of(g.QConv2DOp, u8(1, 4, 5, 5), [s8(4, 1, 3, 3)], attrs)
-    assert kernel_forms(module) == [None]
+def test_grouped_qconv2d_keeps_the_plain_kernel():
+    attrs = dict(x_scale=[0.05], w_scale=[0.01], y_scale=[0.1], groups=2, padding=[1] * 4)
+    module, op = module_of(g.QConv2DOp, u8(1, 4, 5, 5), [s8(4, 2, 3, 3)], attrs)
+    kernels = _kernels(module)
+    assert len(kernels) == 1 and "tloop.form" not in kernels[0].attributes
+    assert not any(o.name == "memref.alloca" and o.memref.name_hint == "xp" for o in kernels[0].walk())
+
+
+def _kernels(module: ModuleOp) -> list:
+    from dlc.driver import run_pass
+
+    run_pass("legalize", module)
+    run_pass("lower-to-loops{flat-conv=true}", module)
+    return [op for op in module.ops if isinstance(op, func.FuncOp) and "tloop.kernel" in op.attributes]
+
+
+@pytest.mark.parametrize("shape,stride,pad,signed", [
+    ((1, 3, 9, 7), 2, 1, False), ((2, 5, 6, 6), 1, 1, True), ((1, 4, 7, 8), 1, 0, False)])
+def test_depthwise_qconv2d_equals_reference(shape, stride, pad, signed):
+    n, c, h, w = shape
+    x = s8(*shape) if signed else u8(*shape)
+    attrs = dict(x_scale=[0.05], x_zero_point=[-9 if signed else 130], w_scale=list(RNG.uniform(0.01, 0.03, c)),
+                 y_scale=[0.1], y_zero_point=[5], groups=c, strides=[stride, stride], padding=[pad] * 4,
+                 out_min=5)
+    constants = [s8(c, 1, 3, 3), RNG.integers(-300, 300, c).astype(np.int32)]
+    module, op = module_of(g.QConv2DOp, x, constants, attrs)
+    kernels = _kernels(module.clone())
+    assert any(o.name == "memref.alloca" and o.memref.name_hint == "xp" for o in kernels[0].walk())
+    got = compile(module)(x)[0]
+    np.testing.assert_array_equal(got, op.reference(x, *constants)[0])
 
 
 def test_requantize_twin_matches_the_ops_fixed_point():
