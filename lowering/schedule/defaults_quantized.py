@@ -3,6 +3,8 @@
 Written with the schedule primitives only::
 
     parallel for (mo, nbo) fused            MR x (NV*16) blocks of the i32 accumulators
+                                            (a wide N: parallel (nbp, mo), for nbq: column
+                                            panels of PANEL_BYTES of packed weights, in L2)
       acc_r = acc tile                      cache_write: MR x NV*16 i32 in registers
       for k4                                4 k at a time
         for mi (unrolled)  for nbi (unrolled)
@@ -50,11 +52,23 @@ def schedule_qgemm(s: Schedule, target: Target) -> bool:
     with s.atomic():
         s.split("m", mr, "mo", "mi")
         s.split("nb", nv, "nbo", "nbi")
-        s.reorder("mo", "nbo", "k4", "mi", "nbi", "nl", "j")
-        par = s.fuse("mo", "nbo", name="mo_nbo")
+        k4 = s.loop("k4").trip_count
+        blocks = s.loop("nbo").trip_count
+        panel = max(1, PANEL_BYTES // (k4 * 4 * 16 * nv))  # register-tile columns per L2 panel
+        if blocks > panel and blocks % panel == 0:
+            # column panels of the packed weights that stay in L2 while every row block
+            # passes over them (the whole weight streamed per row block otherwise)
+            s.split("nbo", panel, "nbp", "nbq")
+            s.reorder("nbp", "mo", "nbq", "k4", "mi", "nbi", "nl", "j")
+            par = s.fuse("nbp", "mo", name="mo_nbo")
+            tile = "nbq"
+        else:
+            s.reorder("mo", "nbo", "k4", "mi", "nbi", "nl", "j")
+            par = s.fuse("mo", "nbo", name="mo_nbo")
+            tile = "mo_nbo"
         if par.trip_count >= 2:
             s.parallel(par)
-        s.cache_write("acc", "mo_nbo", "acc_r")
+        s.cache_write("acc", tile, "acc_r")
         s.unroll("mi")
         s.unroll("nbi")
         if has_vnni(target):
@@ -69,6 +83,7 @@ def schedule_qgemm(s: Schedule, target: Target) -> bool:
     return True
 
 
+PANEL_BYTES = 256 * 1024  # packed-weight panel per row-block pass: a quarter of a 1 MiB L2
 WRITE_BACK_ROWS = 64  # output positions per write-back block: 64 x N i32 of acc in L1
 
 

@@ -75,6 +75,12 @@ def test_qdense_equals_reference(m, n, k, signed):
     check(g.QDenseOp, x, [s8(n, k), RNG.integers(-5000, 5000, n).astype(np.int32)], **dense_attrs(n, xz))
 
 
+def test_qdense_weight_panels_equal_reference():
+    # K = 2047, N = 250: the packed weight is split into L2 column panels (defaults_quantized.py)
+    x = u8(9, 2047)
+    check(g.QDenseOp, x, [s8(250, 2047)], **dense_attrs(250, 99))
+
+
 def test_qdense_u8_weights_batch_dims_and_clamp():
     x = u8(2, 3, 11)
     w = u8(19, 11)  # u8 weights, zero point 128: shifted to s8 at compile time
