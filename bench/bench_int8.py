@@ -94,23 +94,38 @@ def _constants_to_initializers(model):
 
 
 def _seeded_weights(model, seed: int = 0):
-    """Replace float initializers by seeded random values of a sensible scale (He init)."""
+    """The light model's weights (ConstantOfShape nodes of constant shapes) -> seeded random
+    initializers: He-normal conv / Gemm weights, batch-norm scale, bias, mean and variance
+    of sensible ranges (quantize_static quantizes initializer weights only)."""
     from onnx import numpy_helper
 
     rng = np.random.default_rng(seed)
-    for i, init in enumerate(model.graph.initializer):
-        a = numpy_helper.to_array(init)
-        if a.dtype != np.float32 or a.size < 2:
+    inits = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    role = {}
+    for node in model.graph.node:
+        if node.op_type == "BatchNormalization":
+            for i, name in enumerate(node.input[1:5], start=1):
+                role[name] = ("scale", "bias", "mean", "var")[i - 1]
+    keep = []
+    for node in model.graph.node:
+        if node.op_type != "ConstantOfShape" or node.input[0] not in inits:
+            keep.append(node)
             continue
-        if a.ndim >= 2:
-            fan_in = int(np.prod(a.shape[1:]))
-            new = rng.standard_normal(a.shape) * np.sqrt(2.0 / fan_in)
+        shape = [int(d) for d in inits[node.input[0]]]
+        out = node.output[0]
+        kind = role.get(out)
+        if kind == "scale":
+            value = rng.uniform(0.5, 1.0, shape)
+        elif kind == "var":
+            value = rng.uniform(0.5, 1.5, shape)
+        elif kind in ("bias", "mean") or len(shape) < 2:
+            value = rng.standard_normal(shape) * 0.1
         else:
-            new = a if "var" in init.name or "mean" in init.name else rng.uniform(0.5, 1.5, a.shape) \
-                if "scale" in init.name or "gamma" in init.name else rng.standard_normal(a.shape) * 0.1
-        if "var" in init.name:
-            new = np.abs(rng.uniform(0.5, 1.5, a.shape))
-        model.graph.initializer[i].CopyFrom(numpy_helper.from_array(new.astype(np.float32), init.name))
+            value = rng.standard_normal(shape) * np.sqrt(2.0 / max(1, int(np.prod(shape[1:]))))
+        model.graph.initializer.append(numpy_helper.from_array(value.astype(np.float32), out))
+    del model.graph.node[:]
+    model.graph.node.extend(keep)
+    model.ir_version = max(model.ir_version, 7)  # (IR < 4 wants every initializer a graph input)
     return model
 
 
