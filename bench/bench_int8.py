@@ -6,7 +6,8 @@
 Models: onnx's light ResNet-50 (the real graph, seeded random weights) and a MobileNet-V2
 style network built from torch.nn (inverted residual blocks: 1x1 expand, depthwise 3x3,
 1x1 project, relu6; random weights), both quantized by onnxruntime's ``quantize_static``
-(QDQ, per-channel s8 weights, u8 activations, calibrated on random inputs). Engines:
+(QDQ, per-channel s8 weights, u8 activations, calibrated on random inputs, after
+onnxruntime's ``quant_pre_process``: batch norms folded into the convs). Engines:
 ``dlc-int8`` (dlc.compile of the QDQ model: fold-qdq, the qgemm kernels), ``dlc-f32``
 (the float model), ``ort-int8`` (onnxruntime on the QDQ model). As bench/bench_byoc.py:
 each engine in its own process, only one running at a time, rounds alternating with
@@ -193,7 +194,13 @@ def _input_spec(path: str) -> tuple[str, list[int]]:
 def quantize(float_path: str, qdq_path: str) -> None:
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
+    from onnxruntime.quantization.shape_inference import quant_pre_process
+
     name, shape = _input_spec(float_path)
+    # onnxruntime's recommended pre-processing (batch norms folded into the convs, shapes
+    # inferred): what a deployed QDQ model looks like; both int8 engines run the result
+    pre_path = qdq_path.removesuffix(".onnx") + ".pre.onnx"
+    quant_pre_process(float_path, pre_path)
 
     class Reader(CalibrationDataReader):
         def __init__(self):
@@ -203,7 +210,7 @@ def quantize(float_path: str, qdq_path: str) -> None:
         def get_next(self):
             return next(self.items, None)
 
-    quantize_static(float_path, qdq_path, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
+    quantize_static(pre_path, qdq_path, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                     activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
 
 
