@@ -29,6 +29,7 @@ CONV2D_DEPTHWISE = "conv2d.depthwise"  # kernels/conv_grouped.py: per-channel dw
 CONV2D_NCHWC = "conv2d_nchwc"  # kernels/conv_nchwc.py: n ocb oh ow oc / icb kh kw ic
 POOL2D_NCHWC = "pool2d_nchwc"  # kernels/nchwc_ops.py: n cb oh ow / ... c
 MATMUL = "matmul"  # kernels/matmul.py with two matrix operands: b.. m n / k
+QGEMM = "qgemm"  # kernels/quantized_fast.py: integer GEMM, m nb nl / k4 j (+ panel, write-back)
 
 # the loops each form's schedule addresses by name (the generator's side of the contract)
 FORM_LOOPS: dict[str, tuple[str, ...]] = {
@@ -39,6 +40,7 @@ FORM_LOOPS: dict[str, tuple[str, ...]] = {
     CONV2D_NCHWC: ("n", "ocb", "oh", "ow", "oc", "icb", "kh", "kw", "ic"),
     POOL2D_NCHWC: ("n", "cb", "oh", "ow"),
     MATMUL: ("m", "n", "k"),
+    QGEMM: ("m", "nb", "nl", "k4", "j", "z_m", "z_n"),
 }
 # the buffers (arguments or scratch, by name) each form's schedule addresses; the flat
 # form's accumulator is %outpad or %outflat (its schedule checks which)
@@ -50,6 +52,7 @@ FORM_BUFFERS: dict[str, tuple[str, ...]] = {
     CONV2D_NCHWC: ("out",),
     POOL2D_NCHWC: (),
     MATMUL: ("a", "b", "out"),
+    QGEMM: ("acc", "ap", "wp"),
 }
 FORMS = tuple(FORM_LOOPS)
 

@@ -30,6 +30,7 @@ from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels import requant as rq
 from dlc.lowering.kernels.builder import INDEX, Index, KernelBuilder
 from dlc.lowering.kernels.pool import _counts, static_table
+from dlc.lowering.kernels.quantized_fast import fast_first
 
 Param = SSAValue | int | float  # a per-tensor constant, or a per-channel table (memref)
 
@@ -160,7 +161,8 @@ def _pick(kb: KernelBuilder, p, index: Index):
 # ---------------------------------------------------------------------------
 
 
-@kernel("graph.qconv2d")
+@kernel("graph.qconv2d", options=True)
+@fast_first  # the qgemm kernel (quantized_fast.py) on the CPU forms where it applies
 def lower_qconv2d(op: GraphOp, name: str) -> func.FuncOp:
     x_t, w_t = op.operands[0].type, op.operands[1].type
     has_bias = len(op.operands) == 3
@@ -194,7 +196,8 @@ def lower_qconv2d(op: GraphOp, name: str) -> func.FuncOp:
     return kb.finish()
 
 
-@kernel("graph.qdense")
+@kernel("graph.qdense", options=True)
+@fast_first  # the qgemm kernel (quantized_fast.py) on the CPU forms where it applies
 def lower_qdense(op: GraphOp, name: str) -> func.FuncOp:
     x_t, w_t = op.operands[0].type, op.operands[1].type
     has_bias = len(op.operands) == 3
@@ -221,7 +224,8 @@ def lower_qdense(op: GraphOp, name: str) -> func.FuncOp:
     return kb.finish()
 
 
-@kernel("graph.qmatmul")
+@kernel("graph.qmatmul", options=True)
+@fast_first  # the qgemm kernel (quantized_fast.py) on the CPU forms where it applies
 def lower_qmatmul(op: GraphOp, name: str) -> func.FuncOp:
     a_t, b_t = op.operands[0].type, op.operands[1].type
     out_t = op.results[0].type

@@ -30,6 +30,11 @@ from dlc.lowering.to_llvm.scalar import LIBM
 
 def lower_for(lo: FunctionLowering, op: tloop.ForOp) -> None:
     """A serial loop with its schedule's hints, or an outlined parallel one."""
+    if "dlc.int8_dot" in op.attributes:  # the u8 x s8 dot of the integer GEMMs (int8_dot.py)
+        from dlc.lowering.to_llvm.int8_dot import lower_dot_loop
+
+        lower_dot_loop(lo, op)
+        return
     if op.loop_kind == "parallel" and not lo.in_parallel and op.trip_count > 1 and not lo.state.bare_metal:
         lower_parallel_for(lo, op)  # (bare metal: no threads, the plain loop below)
         return

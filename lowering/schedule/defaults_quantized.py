@@ -1,0 +1,121 @@
+"""Default CPU schedule of the integer GEMM form (``qgemm``, kernels/quantized_fast.py).
+
+Written with the schedule primitives only::
+
+    parallel for (mo, nbo) fused            MR x (NV*16) blocks of the i32 accumulators
+                                            (a wide N: parallel (nbp, mo), for nbq: column
+                                            panels of PANEL_BYTES of packed weights, in L2)
+      acc_r = acc tile                      cache_write: MR x NV*16 i32 in registers
+      for k4                                4 k at a time
+        for mi (unrolled)  for nbi (unrolled)
+          for nl  for j                     marked dlc.int8_dot = "vpdpbusd" (VNNI target):
+                                            one vpdpbusd (lowering/to_llvm/int8_dot.py)
+      acc tile = acc_r
+    conv panel (im2col)                     pa_n pa_oh pa_c pa_kh pa_kw pa_ow: x read along
+                                            its rows (the ap2 rows it writes, Kp bytes apart,
+                                            are one output row's: L1-resident)
+    conv write-back                         o_n o_pb o_c o_pi: the i32 tile of PB rows x N
+                                            channels read from L1, out rows written 1..PB
+                                            bytes contiguous (acc is [p][channel], out NCHW)
+    the other nests: the generic default (parallel outer loop, vectorized inner loop)
+
+The register tile (8 x 2 vectors = 16 zmm accumulators, or 12 x 1) is the kernel's
+(``QGemmPlan.tile``): the kernel pads M and N to it, so no tail nests exist. The k
+order of the sums does not matter (integers), but it is kept anyway.
+
+Target facts come from the Target: ``avx512vnni`` + ``avx512bw`` get the vpdpbusd loop;
+any other target keeps the loop unmarked (the portable form: j unrolled, LLVM
+vectorizes the 16 lanes with ``vpmaddwd`` where it can). The parallel loop takes the
+kernel's whole block grid (``Target.num_cores`` threads share it at run time).
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects.builtin import StringAttr
+
+from dlc.lowering.kernels.forms import QGEMM
+from dlc.lowering.schedule.core import Schedule, ScheduleError, loop_name
+from dlc.lowering.schedule.defaults_forms import form_schedule
+from dlc.lowering.to_llvm.int8_dot import DOT_ATTR, has_vnni
+from dlc.target import Target
+
+
+def qgemm_tile(s: Schedule) -> tuple[int, int]:
+    """(MR, NV) of the kernel: its padded extents were sized for one of the two tiles."""
+    m, nb = s.loop("m").trip_count, s.loop("nb").trip_count
+    return (8, 2) if nb % 2 == 0 and m % 8 == 0 and nb > 1 else (12, 1)
+
+
+@form_schedule(QGEMM)
+def schedule_qgemm(s: Schedule, target: Target) -> bool:
+    mr, nv = qgemm_tile(s)
+    with s.atomic():
+        s.split("m", mr, "mo", "mi")
+        s.split("nb", nv, "nbo", "nbi")
+        k4 = s.loop("k4").trip_count
+        blocks = s.loop("nbo").trip_count
+        panel = max(1, PANEL_BYTES // (k4 * 4 * 16 * nv))  # register-tile columns per L2 panel
+        if blocks > panel and blocks % panel == 0:
+            # column panels of the packed weights that stay in L2 while every row block
+            # passes over them (the whole weight streamed per row block otherwise)
+            s.split("nbo", panel, "nbp", "nbq")
+            s.reorder("nbp", "mo", "nbq", "k4", "mi", "nbi", "nl", "j")
+            par = s.fuse("nbp", "mo", name="mo_nbo")
+            tile = "nbq"
+        else:
+            s.reorder("mo", "nbo", "k4", "mi", "nbi", "nl", "j")
+            par = s.fuse("mo", "nbo", name="mo_nbo")
+            tile = "mo_nbo"
+        if par.trip_count >= 2:
+            s.parallel(par)
+        s.cache_write("acc", tile, "acc_r")
+        s.unroll("mi")
+        s.unroll("nbi")
+        if has_vnni(target):
+            s.loop("nl").attributes[DOT_ATTR] = StringAttr("vpdpbusd")
+        else:
+            s.unroll("j", expand=True)
+    names = {loop_name(loop) for loop in s.loops()}
+    if "pa_ow" in names:
+        _conv_panel(s)
+    if "o_p" in names:
+        _conv_write_back(s)
+    return True
+
+
+PANEL_BYTES = 256 * 1024  # packed-weight panel per row-block pass: a quarter of a 1 MiB L2
+WRITE_BACK_ROWS = 64  # output positions per write-back block: 64 x N i32 of acc in L1
+
+
+def _conv_panel(s: Schedule) -> None:
+    """im2col along the input rows; a shape the steps refuse keeps the generic default."""
+    try:
+        with s.atomic():
+            s.reorder("pa_n", "pa_oh", "pa_c", "pa_kh", "pa_kw", "pa_ow")
+            par = s.fuse("pa_n", "pa_oh", name="pa_noh")
+            if par.trip_count >= 2:
+                s.parallel(par)
+    except ScheduleError:
+        pass  # (the panel is then the generic default's)
+
+
+def _conv_write_back(s: Schedule) -> None:
+    """The transposing write-back in blocks of output positions (a divisor of the plane,
+    so no guard sits in the vector loop)."""
+    plane = s.loop("o_p").trip_count
+    block = next((d for d in range(WRITE_BACK_ROWS, 7, -1) if plane % d == 0), None)
+    if block is None or block == plane and s.loop("o_n").trip_count < 2:
+        return
+    try:
+        with s.atomic():
+            if block < plane:
+                s.split("o_p", block, "o_pb", "o_pi")
+                s.reorder("o_n", "o_pb", "o_c", "o_pi")
+                par = s.fuse("o_n", "o_pb", name="o_npb")
+            else:
+                par = s.loop("o_n")
+            if par.trip_count >= 2:
+                s.parallel(par)
+            # (not vectorized: its acc reads are N apart, which the vectorize check refuses)
+    except ScheduleError:
+        pass  # (the generic default's)
