@@ -108,8 +108,9 @@ def lower_quantize(op: GraphOp, name: str) -> func.FuncOp:
         y = kb.emit(arith.DivfOp(kb.load(kb.inputs[0], ivs), _at(kb, scale, channel, f32)))
         rounded = kb.emit(math.RoundEvenOp(y) if op.rounding == "half_even" else math.RoundOp(y))
         y = kb.emit(arith.AddfOp(rounded, _at(kb, zp, channel, f32)))
-        y = kb.emit(arith.MinimumfOp(kb.emit(arith.MaximumfOp(y, kb.const(float(lo), f32))), kb.const(float(hi), f32)))
-        kb.store(rq.narrow(kb, kb.emit(arith.FPToSIOp(y, i32))), kb.outputs[0], ivs)
+        # saturate in i32 after the conversion (which saturates itself, NaN -> 0): the same
+        # values as clamping the float first, without the NaN-aware float min/max
+        kb.store(rq.narrow(kb, rq.clamp(kb, kb.emit(arith.FPToSIOp(y, i32)), lo, hi)), kb.outputs[0], ivs)
     return kb.finish()
 
 

@@ -66,3 +66,15 @@ def test_mbqm_shifted_equals_mbqm_of_the_shifted_value(m, shift):
     want = requant.wrap_i32(requant.multiply_by_quantized_multiplier(requant.wrap_i32(v.astype(np.int64) << 20),
                                                                      m, shift))
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["ui8", "i8"])
+def test_quantize_saturates_in_i32(dtype):
+    """graph.quantize clamps after the (saturating) float -> i32 conversion: the same as
+    clamping the float, for NaN (-> the zero point's clamp of 0) and +-inf too."""
+    from xdsl.dialects.builtin import IntegerType, Signedness, i8
+
+    et = IntegerType(8, Signedness.UNSIGNED) if dtype == "ui8" else i8
+    x = (np.random.default_rng(3).standard_normal((2, 3, 40)) * 200).astype(np.float32)
+    x.flat[:8] = [np.nan, np.inf, -np.inf, 3e9, -3e9, 2.5, -2.5, 1e38]
+    check(g.QuantizeOp, [x], scale=[0.5], zero_point=[3 if dtype == "ui8" else -4], dtype=et)
