@@ -9,9 +9,17 @@ the accumulator is rescaled with TFLite's fixed point (``lowering/kernels/requan
 the twin of ``dialects/graph/requant.py``: results equal the ops' numpy references
 exactly). Per-channel multipliers, shifts and zero points are kernel-entry tables.
 graph.quantize and graph.dequantize compute in f32 as ONNX does (``x / scale`` rounded
-half to even; ``(x - zp) * scale``).
+half to even; ``(x - zp) * scale``); quantize saturates in i32 after the (saturating)
+conversion, the same values as clamping the float, without NaN-aware float min/max.
 
-These kernels carry no ``tloop.form``: they get the generic schedule.
+These kernels carry no ``tloop.form``: they get the generic schedule (the outer loop
+parallel, the inner one vectorized). What keeps the elementwise ones fast there:
+qadd/qmul of unbroadcast operands loop over ``[N*C, H*W]`` views (an 8-bit NCHW row of
+56 is one 32-lane vector plus a 24-element scalar tail; a 3136-element row has no tail),
+and qadd's two input terms are computed in i32 (``requant.mbqm_shifted``: the operand is
+8-bit, so the i64 product of srdhm splits into two i32 ones), leaving one i64 rescale per
+element. (A 256-entry table per input was tried: LLVM will not emit gathers for this
+host, and the scalar table loop was no faster.)
 """
 
 from __future__ import annotations
