@@ -14,7 +14,8 @@ conversion, the same values as clamping the float, without NaN-aware float min/m
 
 These kernels carry no ``tloop.form``: they get the generic schedule (the outer loop
 parallel, the inner one vectorized). What keeps the elementwise ones fast there:
-qadd/qmul of unbroadcast operands loop over ``[N*C, H*W]`` views (an 8-bit NCHW row of
+qadd/qmul of unbroadcast operands and quantize/dequantize/requantize (per tensor, or per
+channel on axis 0 or 1) loop over ``[N*C, H*W]`` views (an 8-bit NCHW row of
 56 is one 32-lane vector plus a 24-element scalar tail; a 3136-element row has no tail),
 and qadd's two input terms are computed in i32 (``requant.mbqm_shifted``: the operand is
 8-bit, so the i64 product of srdhm splits into two i32 ones), leaving one i64 rescale per
@@ -101,6 +102,22 @@ def _axis(op: GraphOp, rank: int, count: int) -> int | None:
     return normalize_axis(op.axis, rank) if count > 1 and rank else None
 
 
+def _rows(kb: KernelBuilder, shape: list[int], axis: int | None):
+    """(loop extents, [input view, output view], channel of the loop index): an
+    elementwise kernel over ``[N*C, rest]`` row-major views when the per-channel axis (if
+    any) is 0 or 1, so the vectorized inner loop is long (7, 14 or 28 elements of an NCHW
+    row are mostly the vector loop's scalar tail); else the shape itself."""
+    buffers = [kb.inputs[0], kb.outputs[0]]
+    if len(shape) < 3 or (axis is not None and axis > 1):
+        return shape, buffers, (lambda ivs: ivs[axis] if axis is not None else 0)
+    c = shape[1]
+    flat = [shape[0] * c, prod(shape) // (shape[0] * c)]
+    views = [kb.row_major_view(b, flat) for b in buffers]
+    if axis is None:
+        return flat, views, lambda ivs: 0
+    return flat, views, (lambda ivs: kb.irem(ivs[0], c)) if axis == 1 else (lambda ivs: kb.idiv(ivs[0], c))
+
+
 @kernel("graph.quantize")
 def lower_quantize(op: GraphOp, name: str) -> func.FuncOp:
     x_t, out_t = op.operands[0].type, op.results[0].type
@@ -111,14 +128,15 @@ def lower_quantize(op: GraphOp, name: str) -> func.FuncOp:
     scale = _param(kb, list(op.scale) * (n // len(op.scale)), f32)
     zp = _param(kb, [float(z) for z in op.zero_point] * (n // len(op.zero_point)), f32)
     lo, hi = quant_range(out_t.element_type)
-    with kb.loops(_names(len(shape)), shape) as ivs:
-        channel = ivs[axis] if axis is not None else 0
-        y = kb.emit(arith.DivfOp(kb.load(kb.inputs[0], ivs), _at(kb, scale, channel, f32)))
+    extents, (x, out), channel_of = _rows(kb, shape, axis)
+    with kb.loops(_names(len(extents)), extents) as ivs:
+        channel = channel_of(ivs)
+        y = kb.emit(arith.DivfOp(kb.load(x, ivs), _at(kb, scale, channel, f32)))
         rounded = kb.emit(math.RoundEvenOp(y) if op.rounding == "half_even" else math.RoundOp(y))
         y = kb.emit(arith.AddfOp(rounded, _at(kb, zp, channel, f32)))
         # saturate in i32 after the conversion (which saturates itself, NaN -> 0): the same
         # values as clamping the float first, without the NaN-aware float min/max
-        kb.store(rq.narrow(kb, rq.clamp(kb, kb.emit(arith.FPToSIOp(y, i32)), lo, hi)), kb.outputs[0], ivs)
+        kb.store(rq.narrow(kb, rq.clamp(kb, kb.emit(arith.FPToSIOp(y, i32)), lo, hi)), out, ivs)
     return kb.finish()
 
 
@@ -132,11 +150,12 @@ def lower_dequantize(op: GraphOp, name: str) -> func.FuncOp:
     axis = _axis(op, len(shape), n)
     scale = _param(kb, list(op.scale) * (n // len(op.scale)), f32)
     zp = _param(kb, [float(z) for z in op.zero_point] * (n // len(op.zero_point)), f32)
-    with kb.loops(_names(len(shape)), shape) as ivs:
-        channel = ivs[axis] if axis is not None else 0
-        xf = kb.convert(kb.load(kb.inputs[0], ivs), et, f32)
+    extents, (x, out), channel_of = _rows(kb, shape, axis)
+    with kb.loops(_names(len(extents)), extents) as ivs:
+        channel = channel_of(ivs)
+        xf = kb.convert(kb.load(x, ivs), et, f32)
         y = kb.emit(arith.MulfOp(kb.emit(arith.SubfOp(xf, _at(kb, zp, channel, f32))), _at(kb, scale, channel, f32)))
-        kb.store(y, kb.outputs[0], ivs)
+        kb.store(y, out, ivs)
     return kb.finish()
 
 
@@ -153,11 +172,12 @@ def lower_requantize(op: GraphOp, name: str) -> func.FuncOp:
     xzp = _param(kb, list(op.x_zero_point) * (n // len(op.x_zero_point)))
     yzp = _param(kb, list(op.y_zero_point) * (n // len(op.y_zero_point)))
     lo, hi = op.out_range()
-    with kb.loops(_names(len(shape)), shape) as ivs:
-        c = ivs[axis] if axis is not None else 0
-        acc = _minus(kb, kb.load(kb.inputs[0], ivs), et, xzp if isinstance(xzp, int) else _at(kb, xzp, c))
+    extents, (x, out), channel_of = _rows(kb, shape, axis)
+    with kb.loops(_names(len(extents)), extents) as ivs:
+        c = channel_of(ivs)
+        acc = _minus(kb, kb.load(x, ivs), et, xzp if isinstance(xzp, int) else _at(kb, xzp, c))
         y = rq.requantize(kb, acc, _pick(kb, m, c), _pick(kb, s, c), _pick(kb, yzp, c), lo, hi)
-        kb.store(rq.narrow(kb, y), kb.outputs[0], ivs)
+        kb.store(rq.narrow(kb, y), out, ivs)
     return kb.finish()
 
 

@@ -78,3 +78,23 @@ def test_quantize_saturates_in_i32(dtype):
     x = (np.random.default_rng(3).standard_normal((2, 3, 40)) * 200).astype(np.float32)
     x.flat[:8] = [np.nan, np.inf, -np.inf, 3e9, -3e9, 2.5, -2.5, 1e38]
     check(g.QuantizeOp, [x], scale=[0.5], zero_point=[3 if dtype == "ui8" else -4], dtype=et)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, 2, -1])
+def test_quantize_dequantize_requantize_rows(axis):
+    """The [N*C, rest] row views of quantize / dequantize / requantize (rank 4, NCHW rows
+    of 7 with the per-channel axis 0 or 1; axis 2 and 3 keep the plain nest)."""
+    from xdsl.dialects.builtin import IntegerType, Signedness, i8
+
+    ui8 = IntegerType(8, Signedness.UNSIGNED)
+    shape = (2, 3, 7, 7)
+    rng = np.random.default_rng(5)
+    count = 1 if axis is None else shape[axis]
+    per = {} if axis is None else {"axis": axis}
+    scales = [float(v) for v in rng.uniform(0.05, 0.5, count)]
+    x = (rng.standard_normal(shape) * 20).astype(np.float32)
+    check(g.QuantizeOp, [x], scale=scales, zero_point=[int(v) for v in rng.integers(-5, 5, count)], dtype=i8, **per)
+    q = rng.integers(0, 256, shape).astype(np.uint8)
+    check(g.DequantizeOp, [q], scale=scales, zero_point=[int(v) for v in rng.integers(0, 255, count)], **per)
+    check(g.RequantizeOp, [q], x_scale=scales, x_zero_point=[100], y_scale=[0.03], y_zero_point=[5], dtype=ui8,
+          **per)
