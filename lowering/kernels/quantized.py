@@ -9,14 +9,24 @@ the accumulator is rescaled with TFLite's fixed point (``lowering/kernels/requan
 the twin of ``dialects/graph/requant.py``: results equal the ops' numpy references
 exactly). Per-channel multipliers, shifts and zero points are kernel-entry tables.
 graph.quantize and graph.dequantize compute in f32 as ONNX does (``x / scale`` rounded
-half to even; ``(x - zp) * scale``).
+half to even; ``(x - zp) * scale``); quantize saturates in i32 after the (saturating)
+conversion, the same values as clamping the float, without NaN-aware float min/max.
 
-These kernels carry no ``tloop.form``: they get the generic schedule.
+These kernels carry no ``tloop.form``: they get the generic schedule (the outer loop
+parallel, the inner one vectorized). What keeps the elementwise ones fast there:
+qadd/qmul of unbroadcast operands and quantize/dequantize/requantize (per tensor, or per
+channel on axis 0 or 1) loop over ``[N*C, H*W]`` views (an 8-bit NCHW row of
+56 is one 32-lane vector plus a 24-element scalar tail; a 3136-element row has no tail),
+and qadd's two input terms are computed in i32 (``requant.mbqm_shifted``: the operand is
+8-bit, so the i64 product of srdhm splits into two i32 ones), leaving one i64 rescale per
+element. (A 256-entry table per input was tried: LLVM will not emit gathers for this
+host, and the scalar table loop was no faster.)
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import prod
 
 from xdsl.dialects import arith, func, math, memref
 from xdsl.dialects.builtin import f32, i32
@@ -92,6 +102,22 @@ def _axis(op: GraphOp, rank: int, count: int) -> int | None:
     return normalize_axis(op.axis, rank) if count > 1 and rank else None
 
 
+def _rows(kb: KernelBuilder, shape: list[int], axis: int | None):
+    """(loop extents, [input view, output view], channel of the loop index): an
+    elementwise kernel over ``[N*C, rest]`` row-major views when the per-channel axis (if
+    any) is 0 or 1, so the vectorized inner loop is long (7, 14 or 28 elements of an NCHW
+    row are mostly the vector loop's scalar tail); else the shape itself."""
+    buffers = [kb.inputs[0], kb.outputs[0]]
+    if len(shape) < 3 or (axis is not None and axis > 1):
+        return shape, buffers, (lambda ivs: ivs[axis] if axis is not None else 0)
+    c = shape[1]
+    flat = [shape[0] * c, prod(shape) // (shape[0] * c)]
+    views = [kb.row_major_view(b, flat) for b in buffers]
+    if axis is None:
+        return flat, views, lambda ivs: 0
+    return flat, views, (lambda ivs: kb.irem(ivs[0], c)) if axis == 1 else (lambda ivs: kb.idiv(ivs[0], c))
+
+
 @kernel("graph.quantize")
 def lower_quantize(op: GraphOp, name: str) -> func.FuncOp:
     x_t, out_t = op.operands[0].type, op.results[0].type
@@ -102,13 +128,15 @@ def lower_quantize(op: GraphOp, name: str) -> func.FuncOp:
     scale = _param(kb, list(op.scale) * (n // len(op.scale)), f32)
     zp = _param(kb, [float(z) for z in op.zero_point] * (n // len(op.zero_point)), f32)
     lo, hi = quant_range(out_t.element_type)
-    with kb.loops(_names(len(shape)), shape) as ivs:
-        channel = ivs[axis] if axis is not None else 0
-        y = kb.emit(arith.DivfOp(kb.load(kb.inputs[0], ivs), _at(kb, scale, channel, f32)))
+    extents, (x, out), channel_of = _rows(kb, shape, axis)
+    with kb.loops(_names(len(extents)), extents) as ivs:
+        channel = channel_of(ivs)
+        y = kb.emit(arith.DivfOp(kb.load(x, ivs), _at(kb, scale, channel, f32)))
         rounded = kb.emit(math.RoundEvenOp(y) if op.rounding == "half_even" else math.RoundOp(y))
         y = kb.emit(arith.AddfOp(rounded, _at(kb, zp, channel, f32)))
-        y = kb.emit(arith.MinimumfOp(kb.emit(arith.MaximumfOp(y, kb.const(float(lo), f32))), kb.const(float(hi), f32)))
-        kb.store(rq.narrow(kb, kb.emit(arith.FPToSIOp(y, i32))), kb.outputs[0], ivs)
+        # saturate in i32 after the conversion (which saturates itself, NaN -> 0): the same
+        # values as clamping the float first, without the NaN-aware float min/max
+        kb.store(rq.narrow(kb, rq.clamp(kb, kb.emit(arith.FPToSIOp(y, i32)), lo, hi)), out, ivs)
     return kb.finish()
 
 
@@ -122,11 +150,12 @@ def lower_dequantize(op: GraphOp, name: str) -> func.FuncOp:
     axis = _axis(op, len(shape), n)
     scale = _param(kb, list(op.scale) * (n // len(op.scale)), f32)
     zp = _param(kb, [float(z) for z in op.zero_point] * (n // len(op.zero_point)), f32)
-    with kb.loops(_names(len(shape)), shape) as ivs:
-        channel = ivs[axis] if axis is not None else 0
-        xf = kb.convert(kb.load(kb.inputs[0], ivs), et, f32)
+    extents, (x, out), channel_of = _rows(kb, shape, axis)
+    with kb.loops(_names(len(extents)), extents) as ivs:
+        channel = channel_of(ivs)
+        xf = kb.convert(kb.load(x, ivs), et, f32)
         y = kb.emit(arith.MulfOp(kb.emit(arith.SubfOp(xf, _at(kb, zp, channel, f32))), _at(kb, scale, channel, f32)))
-        kb.store(y, kb.outputs[0], ivs)
+        kb.store(y, out, ivs)
     return kb.finish()
 
 
@@ -143,11 +172,12 @@ def lower_requantize(op: GraphOp, name: str) -> func.FuncOp:
     xzp = _param(kb, list(op.x_zero_point) * (n // len(op.x_zero_point)))
     yzp = _param(kb, list(op.y_zero_point) * (n // len(op.y_zero_point)))
     lo, hi = op.out_range()
-    with kb.loops(_names(len(shape)), shape) as ivs:
-        c = ivs[axis] if axis is not None else 0
-        acc = _minus(kb, kb.load(kb.inputs[0], ivs), et, xzp if isinstance(xzp, int) else _at(kb, xzp, c))
+    extents, (x, out), channel_of = _rows(kb, shape, axis)
+    with kb.loops(_names(len(extents)), extents) as ivs:
+        c = channel_of(ivs)
+        acc = _minus(kb, kb.load(x, ivs), et, xzp if isinstance(xzp, int) else _at(kb, xzp, c))
         y = rq.requantize(kb, acc, _pick(kb, m, c), _pick(kb, s, c), _pick(kb, yzp, c), lo, hi)
-        kb.store(rq.narrow(kb, y), kb.outputs[0], ivs)
+        kb.store(rq.narrow(kb, y), out, ivs)
     return kb.finish()
 
 
@@ -259,13 +289,19 @@ def _binary(op: GraphOp, name: str, combine) -> func.FuncOp:
     o_s = list(out_t.get_shape())
     kb = KernelBuilder(name, [a_t, b_t], [out_t], op.name, ["a", "b", "out"])
     lo, hi = op.out_range()
+    a, b, out = kb.inputs[0], kb.inputs[1], kb.outputs[0]
+    a_s, b_s = list(a_t.get_shape()), list(b_t.get_shape())
+    if a_s == b_s == o_s and len(o_s) >= 3:
+        # no broadcasting: [N*C, H*W] row-major views, so the vectorized inner loop is long
+        # (an NCHW row of 56 bytes is one 32-lane vector and a 24-element scalar tail)
+        rows = o_s[0] * o_s[1]
+        o_s = a_s = b_s = [rows, prod(o_s) // rows]
+        a, b, out = (kb.row_major_view(v, o_s) for v in (a, b, out))
     with kb.loops(_names(len(o_s)), o_s) as ivs:
-        av = _minus(kb, kb.load(kb.inputs[0], _broadcast_index(ivs, a_t.get_shape())), a_t.element_type,
-                    op.a_zero_point[0])
-        bv = _minus(kb, kb.load(kb.inputs[1], _broadcast_index(ivs, b_t.get_shape())), b_t.element_type,
-                    op.b_zero_point[0])
+        av = _minus(kb, kb.load(a, _broadcast_index(ivs, a_s)), a_t.element_type, op.a_zero_point[0])
+        bv = _minus(kb, kb.load(b, _broadcast_index(ivs, b_s)), b_t.element_type, op.b_zero_point[0])
         y = rq.clamp(kb, kb.emit(arith.AddiOp(combine(kb, av, bv), kb.const(op.y_zero_point[0], i32))), lo, hi)
-        kb.store(rq.narrow(kb, y), kb.outputs[0], ivs)
+        kb.store(rq.narrow(kb, y), out, ivs)
     return kb.finish()
 
 
@@ -275,9 +311,9 @@ def lower_qadd(op: GraphOp, name: str) -> func.FuncOp:
     shift = QADD_LEFT_SHIFT
 
     def combine(kb, av, bv):
-        left = kb.const(shift, i32)
-        xa = rq.mbqm(kb, kb.emit(arith.ShLIOp(av, left)), ma, sa)
-        xb = rq.mbqm(kb, kb.emit(arith.ShLIOp(bv, left)), mb, sb)
+        # |value - zero point| <= 255 for 8-bit operands: the input terms in i32 only
+        xa = rq.mbqm_shifted(kb, av, shift, int(ma), int(sa), 255)
+        xb = rq.mbqm_shifted(kb, bv, shift, int(mb), int(sb), 255)
         return rq.mbqm(kb, kb.emit(arith.AddiOp(xa, xb)), my, sy)
 
     return _binary(op, name, combine)

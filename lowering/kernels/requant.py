@@ -84,6 +84,28 @@ def mbqm(kb: KernelBuilder, acc: SSAValue, m: Value, shift: Value) -> SSAValue:
     return rounding_divide_by_pot(kb, srdhm(kb, acc, m), right)
 
 
+def mbqm_shifted(kb: KernelBuilder, v: SSAValue, left: int, m: int, shift: int, bound: int) -> SSAValue:
+    """``mbqm(v << left, m, shift)`` for an i32 ``v`` with ``|v| <= bound`` and constant
+    ``m``, ``shift`` (TFLite ADD's input terms), without the i64 product where it can:
+    with ``L = left + max(shift, 0)`` and ``k = 31 - L``, ``m = mh * 2**k + ml`` and
+    ``w = |v|``, ``srdhm(v * 2**L, m) = sign(v) * (w * mh + ((w * ml + 2**(k-1) - [v < 0]) >> k))``
+    exactly (the nudge and the truncating division of srdhm, multiplied out), every term
+    in i32 when ``bound < 2**k`` and ``k <= 15``. Else the plain i64 path."""
+    total = left + max(shift, 0)
+    k = 31 - total
+    if not (1 <= k <= 15 and bound < (1 << k)):
+        shifted = kb.emit(arith.ShLIOp(v, kb.const(left, i32))) if left else v
+        return mbqm(kb, shifted, m, shift)
+    zero = kb.const(0, i32)
+    negative = kb.emit(arith.CmpiOp(v, zero, "slt"))
+    w = kb.select(negative, kb.emit(arith.SubiOp(zero, v)), v)
+    high = kb.emit(arith.MuliOp(w, kb.const(m >> k, i32)))
+    low = kb.emit(arith.MuliOp(w, kb.const(m & ((1 << k) - 1), i32)))
+    nudge = kb.emit(arith.SubiOp(kb.const(1 << (k - 1), i32), kb.emit(arith.ExtUIOp(negative, i32))))
+    q = kb.emit(arith.AddiOp(high, kb.emit(arith.ShRSIOp(kb.emit(arith.AddiOp(low, nudge)), kb.const(k, i32)))))
+    return rounding_divide_by_pot(kb, kb.select(negative, kb.emit(arith.SubiOp(zero, q)), q), max(-shift, 0))
+
+
 def requantize(kb: KernelBuilder, acc: SSAValue, m: Value, shift: Value, zero_point: Value,
                lo: int, hi: int) -> SSAValue:
     """``clamp(mbqm(acc, m, shift) + zero_point, lo, hi)`` as i32."""
