@@ -5,7 +5,8 @@
 TVM's x86 conv2d_NCHWc strategy. In every graph function:
 
 * each depthwise ``conv2d`` (groups = channels) becomes ``depthwise_conv2d_nchwc``
-  (weights OIHW1i{b}o, explicit padding as below);
+  (weights OIHW1i{b}o; stride 1: explicit padding as below, larger strides keep
+  the padding in the op, whose kernel clamps its taps);
 * each ``conv2d`` (NCHW / OIHW, groups 1, float) becomes ``conv2d_nchwc`` on
   NCHW{b}c activations and OIHW{i}i{b}o weights (output blocks of ``block``
   channels: one vector; the input block is the producer's block, or for a

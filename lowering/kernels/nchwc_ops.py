@@ -1,5 +1,6 @@
 """Kernels of the channel-blocked pools (alter-op-layout): max_pool2d_nchwc and
-avg_pool2d_nchwc on ``[N, C/b, H, W, b]``.
+avg_pool2d_nchwc on ``[N, C/b, H, W, b]``, and depthwise_conv2d_nchwc, which has
+the same loop form (a KH x KW window per channel, channels the vector).
 
 pool.py's kernels take NCHW or NHWC; in NCHW{b}c the block of ``b`` channels
 is the contiguous innermost dimension, so the natural vector is that block,
