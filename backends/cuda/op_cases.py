@@ -205,6 +205,7 @@ OP_CASES: list[OpCase] = [
     _c("layout_transform_back", g.LayoutTransformOp, [(1, 2, 3, 2, 4)], src="NCHW4c", dst="NCHW", channels=5),
     _c("layout_transform_weight", g.LayoutTransformOp, [(5, 3, 2, 2)], src="OIHW", dst="OIHW2i4o"),
     _c("conv2d_nchwc", g.Conv2DNCHWcOp, [(1, 2, 5, 4, 2), (2, 2, 3, 3, 2, 4)], strides=[1, 2], padding=[1, 1, 0, 1]),
+    _c("depthwise_conv2d_nchwc", g.DepthwiseConv2DNCHWcOp, [(1, 2, 5, 4, 2), (2, 1, 3, 3, 1, 2)], strides=[1, 2], padding=[1, 1, 0, 1]),
     _c("max_pool2d_nchwc", g.MaxPool2DNCHWcOp, [(1, 2, 7, 5, 4)], kernel=[3, 2], strides=[2, 1], padding=[1, 0, 1, 1]),
     _c("avg_pool2d_nchwc", g.AvgPool2DNCHWcOp, [(1, 1, 5, 7, 3)], kernel=[2, 3], padding=[1, 1, 0, 1], count_include_pad=True),
     # -- inverse trig, bitwise, shifts, N-D pools, det

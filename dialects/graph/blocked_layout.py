@@ -174,6 +174,47 @@ class Conv2DNCHWcOp(_ConvWindow):
         return [_contiguous(out.reshape(n, obn, ob, oh, ow).transpose(0, 1, 3, 4, 2))]
 
 
+
+@irdl_op_definition
+class DepthwiseConv2DNCHWcOp(_ConvWindow):
+    """Depthwise 2-D convolution (groups = channels, one filter per channel) on a
+    channel-blocked tensor: input ``[N, C/b, H, W, b]`` (NCHW{b}c), weight
+    ``[C/b, 1, KH, KW, 1, b]`` (the OIHW1i{b}o transform of the ``[C, 1, KH, KW]``
+    filters), result ``[N, C/b, OH, OW, b]``. Attributes as conv2d. Built by
+    ``alter-op-layout`` so MobileNets' depthwise layers stay blocked.
+
+    ```mlir
+    %y = graph.depthwise_conv2d_nchwc %x, %w : (tensor<1x2x5x5x16xf32>, tensor<2x1x3x3x1x16xf32>) -> tensor<1x2x3x3x16xf32>
+    ```
+    """
+
+    name = "graph.depthwise_conv2d_nchwc"
+    x = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure(), FusionAnchor(dense=True))
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        element, x, w = _conv_operands(operand_types, "float", (5, 6),
+                                       "input must be 5-D (NCHW{b}c) and weight 6-D (OIHW1i{b}o)")
+        n, cb, h, wd, b = x
+        wcb, one, kh, kw, wone, wb = w
+        if (wcb, one, wone, wb) != (cb, 1, 1, b):
+            raise ShapeError(f"weight {w} does not match the input's {cb} channel blocks of {b} "
+                             f"(expected [{cb}, 1, KH, KW, 1, {b}])")
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
+        oh = _conv_out(h, kh, sh, pt + pb, dh, "height")
+        ow = _conv_out(wd, kw, sw, pl + pr, dw, "width")
+        return [tensor_type([n, cb, oh, ow, b], element)]
+
+    def reference(self, x: np.ndarray, w: np.ndarray) -> list[np.ndarray]:
+        n, cb, h, wd, b = x.shape
+        plain_w = w.transpose(0, 5, 1, 4, 2, 3).reshape(cb * b, 1, w.shape[2], w.shape[3])
+        strides, dil, pads = _window_attrs(self.attrs)
+        out = _conv2d_nchw(_blocked_to_plain(x), plain_w, strides, pads, dil, cb * b)
+        return [_plain_to_blocked(out, b)]
+
 def _blocked_to_plain(x: np.ndarray) -> np.ndarray:
     n, cb, h, w, b = x.shape
     return x.transpose(0, 1, 4, 2, 3).reshape(n, cb * b, h, w)

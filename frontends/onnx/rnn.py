@@ -139,12 +139,17 @@ def _direction(node: Node, ctx: ImportContext, x: Tensor, step: _Step, acts, h: 
     kind, hidden = node.op_type, step.hidden
     clip = node.attr("clip")
     clip = None if clip is None else float(clip)
-    seq = x.shape[0]
-    xw = ctx.emit(g.MatmulOp, x, step.w_t)  # [seq, batch, G*hidden]
+    seq, batch = x.shape[0], x.shape[1]
+    # One [seq*batch, input] x [input, G*hidden] GEMM for every step at once: a rank-3
+    # matmul would run as seq batched M=batch products (M=1 for batch 1: a GEMV each).
+    # The bias is added before the reshape back so that fuse-ops folds it into the GEMM.
+    flat = reshape(ctx, x, [seq * batch, x.shape[2]])
+    xw = ctx.emit(g.MatmulOp, flat, step.w_t)  # [seq*batch, G*hidden]
     if step.wb is not None and kind != "GRU":
         xw = ctx.emit(g.AddOp, xw, ctx.emit(g.AddOp, step.wb, step.rb))
     elif step.wb is not None:
         xw = ctx.emit(g.AddOp, xw, step.wb)
+    xw = reshape(ctx, xw, [seq, batch, step.w_t.shape[1]])
     outs: list[Tensor | None] = [None] * seq
     order = range(seq - 1, -1, -1) if reverse else range(seq)
     for t in order:

@@ -1,5 +1,6 @@
 """Kernels of the channel-blocked pools (alter-op-layout): max_pool2d_nchwc and
-avg_pool2d_nchwc on ``[N, C/b, H, W, b]``.
+avg_pool2d_nchwc on ``[N, C/b, H, W, b]``, and depthwise_conv2d_nchwc, which has
+the same loop form (a KH x KW window per channel, channels the vector).
 
 pool.py's kernels take NCHW or NHWC; in NCHW{b}c the block of ``b`` channels
 is the contiguous innermost dimension, so the natural vector is that block,
@@ -129,3 +130,34 @@ def lower_max_pool2d_nchwc(op: GraphOp, name: str) -> func.FuncOp:
 @kernel("graph.avg_pool2d_nchwc")
 def lower_avg_pool2d_nchwc(op: GraphOp, name: str) -> func.FuncOp:
     return _pool_nchwc(op, name, is_max=False)
+
+
+@kernel("graph.depthwise_conv2d_nchwc")
+def lower_depthwise_conv2d_nchwc(op: GraphOp, name: str) -> func.FuncOp:
+    """Depthwise conv on NCHW{b}c in the pools' loop form (and schedule): per output
+    position the KH x KW taps unrolled inside the channel loop ``c``, which the pool
+    schedule keeps one whole vector; the sum stays in a register and the fused
+    epilogue (bias, relu6) is applied at the store. alter-op-layout pads the input
+    explicitly, so the taps have no bounds checks then (``window_tap`` clamps otherwise)."""
+    x_t, w_t = (o.type for o in op.operands)
+    out_t = op.results[0].type
+    et = out_t.element_type
+    (sh, sw), (dh, dw), (pt, pl, _, _) = _window_attrs(op.attrs)
+    n, cb, h, w, b = x_t.get_shape()
+    _, _, kh, kw, _, _ = w_t.get_shape()
+    _, _, oh, ow, _ = out_t.get_shape()
+    kb = KernelBuilder(name, [x_t, w_t], [out_t], op.name, ["x", "w", "out"])
+    with kb.loops(["n", "cb", "oh", "ow"], [n, cb, oh, ow]) as (iv_n, iv_cb, iv_oh, iv_ow):
+        taps = [(i, j, *kb.window_tap((iv_oh, iv_ow), (i, j), strides=(sh, sw), dilations=(dh, dw),
+                                      pads=(pt, pl), in_hw=(h, w), out_hw=(oh, ow), kernel=(kh, kw)))
+                for i in range(kh) for j in range(kw)]
+        zero = kb.index(0)
+        with kb.loop("c", b) as iv_c:
+            acc = kb.const(0, et)
+            for i, j, ih, iw, inside in taps:
+                xv = kb.load_or(kb.inputs[0], [iv_n, iv_cb, ih, iw, iv_c], inside, kb.const(0, et))
+                wv = kb.load(kb.inputs[1], [iv_cb, zero, kb.index(i), kb.index(j), zero, iv_c])
+                acc = kb.add(acc, kb.mul(xv, wv, et), et)
+            out_idx = [iv_n, iv_cb, iv_oh, iv_ow, iv_c]
+            kb.store(kb.epilogue_value(acc, out_idx), kb.outputs[0], out_idx)
+    return kb.finish(POOL2D_NCHWC)

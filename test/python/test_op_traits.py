@@ -40,7 +40,7 @@ OLD_ELEMENTWISE = {
 ADDED_ELEMENTWISE = {"graph.softsign"}
 ADDED_LAYOUT_FREE_UNARY = ("graph.softsign",)
 # fuse-ops
-DENSE_PRODUCERS = ("graph.conv2d", "graph.matmul", "graph.conv2d_nchwc")
+DENSE_PRODUCERS = ("graph.conv2d", "graph.matmul", "graph.conv2d_nchwc", "graph.depthwise_conv2d_nchwc")
 OTHER_PRODUCERS = ("graph.max_pool2d", "graph.avg_pool2d", "graph.reduce_sum", "graph.reduce_mean",
                    "graph.reduce_max", "graph.reduce_min", "graph.reduce_prod",
                    "graph.max_pool2d_nchwc", "graph.avg_pool2d_nchwc")

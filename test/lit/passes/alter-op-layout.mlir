@@ -199,3 +199,27 @@ func.func @spatial_sum(%x: tensor<1x4x6x5xf32>) -> tensor<1x16x1x1xf32> {
 // CHECK:         %[[C:.*]] = graph.conv2d_nchwc
 // CHECK-NEXT:    %[[S:.*]] = graph.reduce_sum %[[C]] {axes = array<i64: 2, 3>, keepdims = 1 : i64} : (tensor<1x1x6x5x16xf32>) -> tensor<1x1x1x1x16xf32>
 // CHECK-NEXT:    graph.layout_transform %[[S]] {src = "NCHW16c", dst = "NCHW", channels = 16 : i64}
+
+// -----
+
+// A depthwise conv (groups = channels) stays blocked: stride 1 reads an explicit pad, stride 2
+// keeps its padding in the op; the filters become one OIHW1i16o weight.
+func.func @depthwise(%x: tensor<1x20x7x9xf32>) -> tensor<1x20x4x5xf32> {
+  %w = graph.constant dense<0.5> : tensor<20x20x1x1xf32>
+  %d1 = graph.constant dense<0.25> : tensor<20x1x3x3xf32>
+  %d2 = graph.constant dense<0.125> : tensor<20x1x3x3xf32>
+  %c = graph.conv2d %x, %w : (tensor<1x20x7x9xf32>, tensor<20x20x1x1xf32>) -> tensor<1x20x7x9xf32>
+  %a = graph.conv2d %c, %d1 {groups = 20 : i64, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x20x7x9xf32>, tensor<20x1x3x3xf32>) -> tensor<1x20x7x9xf32>
+  %b = graph.conv2d %a, %d2 {groups = 20 : i64, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x20x7x9xf32>, tensor<20x1x3x3xf32>) -> tensor<1x20x4x5xf32>
+  func.return %b : tensor<1x20x4x5xf32>
+}
+// CHECK-LABEL: func.func @depthwise
+// CHECK-NOT:     graph.conv2d %
+// CHECK:         %[[C:.*]] = graph.conv2d_nchwc
+// CHECK:         %[[D1:.*]] = graph.weight "{{.*}}" : tensor<2x1x3x3x1x16xf32>
+// CHECK-NEXT:    %[[P:.*]] = graph.pad %[[C]] {pads = array<i64: 0, 0, 1, 1, 0, 0, 0, 1, 1, 0>}
+// CHECK-NEXT:    %[[A:.*]] = graph.depthwise_conv2d_nchwc %[[P]], %[[D1]] : (tensor<1x2x9x11x16xf32>, tensor<2x1x3x3x1x16xf32>) -> tensor<1x2x7x9x16xf32>
+// CHECK-NEXT:    %[[D2:.*]] = graph.weight "{{.*}}" : tensor<2x1x3x3x1x16xf32>
+// CHECK-NEXT:    %[[B:.*]] = graph.depthwise_conv2d_nchwc %[[A]], %[[D2]] {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>} : (tensor<1x2x7x9x16xf32>, tensor<2x1x3x3x1x16xf32>) -> tensor<1x2x4x5x16xf32>
+// CHECK-NEXT:    graph.layout_transform %[[B]] {src = "NCHW16c", dst = "NCHW", channels = 20 : i64}
+// CHECK-NOT:     graph.layout_transform
