@@ -184,6 +184,12 @@ class _FunctionRewrite:
         out_shape = _shape(op.results[0])
         if len(out_shape) != 4 or not any(v in self.blocked for v in op.operands):
             return
+        # the blocked operands' block (a depthwise chain from a plain input with fewer
+        # channels than the block keeps that count): per-channel constants take it too
+        blocks = {_shape(self.blocked[v])[4] for v in op.operands if v in self.blocked}
+        if len(blocks) != 1:
+            return  # operands blocked differently: leave the op plain
+        (block,) = blocks
         operands = []
         for v in op.operands:
             if v in self.blocked:
@@ -191,7 +197,7 @@ class _FunctionRewrite:
                     return  # the blocked operand itself broadcasts: leave the op plain
                 operands.append(self.blocked[v])
                 continue
-            per_channel = self._per_channel(v, out_shape[1], op)
+            per_channel = self._per_channel(v, out_shape[1], op, block)
             if per_channel is None:
                 return
             operands.append(per_channel)
@@ -242,8 +248,8 @@ class _FunctionRewrite:
         operands = [self._to_blocked(v, op) for v in op.operands]
         self._replace(op, g.ConcatOp.make(*operands, axis=1))
 
-    def _per_channel(self, value: SSAValue, channels: int, before: Operation) -> SSAValue | None:
-        """``value`` (a scalar or per-channel tensor) as a blocked broadcast operand, or None."""
+    def _per_channel(self, value: SSAValue, channels: int, before: Operation, block: int) -> SSAValue | None:
+        """``value`` (a scalar or per-channel tensor) as an NCHW{block}c broadcast operand, or None."""
         shape = _shape(value)
         if len(shape) > 4:
             return None
@@ -256,8 +262,7 @@ class _FunctionRewrite:
             return None  # a run-time per-channel tensor: not worth a transform
         if padded != shape:
             value = self._insert(g.ReshapeOp.make(value, shape=list(padded)), before)
-        b = self.block
-        return self._insert(g.LayoutTransformOp.make(value, src="NCHW", dst=f"NCHW{b}c"), before)
+        return self._insert(g.LayoutTransformOp.make(value, src="NCHW", dst=f"NCHW{block}c"), before)
 
     def _replace(self, op: Operation, new: Operation) -> None:
         Rewriter.insert_op(new, InsertPoint.before(op))
