@@ -9,7 +9,7 @@ cut short by a timeout still reports what it did):
    (``CudaProgram.export`` -> ``dlc.runtime.load``: host buffers and the device entry);
 3. control flow: ONNX If, Loop (early exit; 20,000 iterations on a device) and Scan,
    host branches and loops launching kernels, against the evaluator;
-4. tensor cores: ``bench/gpu/tensor_core_checks.py``'s ``checks(quick)`` when that
+4. tensor cores: ``bench/gpu/tensor_core_checks.py``'s ``run(quick, emulate)`` when that
    module is present (a note when it is not);
 5. ResNet-50 (torchvision's architecture defined here, seeded random weights) at
    batch 1 and 16: the exported library's device entry in ms next to torch eager
@@ -32,7 +32,6 @@ device entry, inputs already on the GPU).
 from __future__ import annotations
 
 import argparse
-import ctypes
 import importlib
 import importlib.util
 import os
@@ -536,37 +535,17 @@ def bench_resnet(batches, tmp: str) -> tuple[int, list[str]]:
 
 # --------------------------------------------------------------------------- matmul speed
 
-TIMER = """
-extern "C" float dlc_time_kernel(int m, int n, int k, int repeats) {{
-  float *a, *b, *c;
-  if (cudaMalloc((void**)&a, sizeof(float) * m * k) || cudaMalloc((void**)&b, sizeof(float) * k * n) ||
-      cudaMalloc((void**)&c, sizeof(float) * m * n)) return -1.0f;
-  cudaMemset(a, 0, sizeof(float) * m * k);
-  cudaMemset(b, 0, sizeof(float) * k * n);
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  {kernel}<<<dim3({gx}, {gy}, {gz}), dim3({bx}, {by}, {bz})>>>(a, b, c);
-  cudaEventRecord(t0);
-  for (int r = 0; r < repeats; r++)
-    {kernel}<<<dim3({gx}, {gy}, {gz}), dim3({bx}, {by}, {bz})>>>(a, b, c);
-  cudaEventRecord(t1);
-  cudaEventSynchronize(t1);
-  float ms = 0.0f;
-  cudaEventElapsedTime(&ms, t0, t1);
-  cudaFree(a); cudaFree(b); cudaFree(c);
-  return cudaGetLastError() == cudaSuccess ? ms / repeats : -1.0f;
-}}
-"""
+def _repeats(size: int) -> int:
+    return max(3, min(50, int(2e11 / size**3)))
 
 
 def matmul_gflops(size: int) -> float:
     from xdsl.parser import Parser
 
-    from dlc.backends.cuda import CudaBuildError, emit_cuda
-    from dlc.backends.cuda.nvcc_build import compile_shared_library
-    from dlc.context import make_context
+    from dlc.backends.cuda import emit_cuda
     from dlc.backends.cuda.lower_to_gpu import is_kernel
+    from dlc.bench.gpu.kernel_timing import kernel_ms
+    from dlc.context import make_context
 
     t = f"tensor<{size}x{size}xf32>"
     text = (f"func.func @main(%a: {t}, %b: {t}) -> {t} {{\n  %r = graph.matmul %a, %b : ({t}, {t}) -> {t}\n"
@@ -574,38 +553,15 @@ def matmul_gflops(size: int) -> float:
     module = Parser(make_context(), text).parse_module()
     source = emit_cuda(module)
     kernel = next(op for op in module.ops if is_kernel(op))
-    grid = kernel.attributes["gpu.grid"].get_values()
-    block = kernel.attributes["gpu.block"].get_values()
-    source += TIMER.format(kernel=kernel.sym_name.data, gx=grid[0], gy=grid[1], gz=grid[2],
-                           bx=block[0], by=block[1], bz=block[2])
-    lib = ctypes.CDLL(compile_shared_library(source))
-    lib.dlc_time_kernel.restype = ctypes.c_float
-    repeats = max(3, min(50, int(2e11 / size**3)))
-    ms = lib.dlc_time_kernel(size, size, size, repeats)
-    if ms <= 0:
-        raise CudaBuildError(f"timing the {size}^3 matmul failed")
+    ms = kernel_ms(source, kernel, _repeats(size), f"{size}^3 matmul")
     return 2.0 * size**3 / (ms * 1e-3) / 1e9
 
 
 def torch_gflops(size: int) -> float | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    torch.backends.cuda.matmul.allow_tf32 = False
-    a = torch.randn(size, size, device="cuda")
-    b = torch.randn(size, size, device="cuda")
-    a @ b
-    repeats = max(3, min(50, int(2e11 / size**3)))
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        a @ b
-    stop.record()
-    torch.cuda.synchronize()
-    return 2.0 * size**3 / (start.elapsed_time(stop) / repeats * 1e-3) / 1e9
+    from dlc.bench.gpu.kernel_timing import torch_matmul_ms
+
+    ms = torch_matmul_ms(size, "float32", False, _repeats(size))
+    return None if ms is None else 2.0 * size**3 / (ms * 1e-3) / 1e9
 
 
 def bench_matmul(sizes) -> None:

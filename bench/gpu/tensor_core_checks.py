@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import sys
 import time
@@ -102,28 +101,8 @@ def run(quick: bool, emulate: bool) -> tuple[int, list[str]]:
 
 # --------------------------------------------------------------------------- speed
 
-TIMER = """
-extern "C" float dlc_time_mma(int repeats) {{
-  float *a, *b, *c;
-  if (cudaMalloc((void**)&a, {a_bytes}) || cudaMalloc((void**)&b, {b_bytes}) || cudaMalloc((void**)&c, {c_bytes}))
-    return -1.0f;
-  cudaMemset(a, 0, {a_bytes});
-  cudaMemset(b, 0, {b_bytes});
-  cudaEvent_t t0, t1;
-  cudaEventCreate(&t0);
-  cudaEventCreate(&t1);
-  {kernel}<<<dim3({gx}, {gy}, {gz}), dim3({bx}, {by}, {bz})>>>(a, b, c);
-  cudaEventRecord(t0);
-  for (int r = 0; r < repeats; r++)
-    {kernel}<<<dim3({gx}, {gy}, {gz}), dim3({bx}, {by}, {bz})>>>(a, b, c);
-  cudaEventRecord(t1);
-  cudaEventSynchronize(t1);
-  float ms = 0.0f;
-  cudaEventElapsedTime(&ms, t0, t1);
-  cudaFree(a); cudaFree(b); cudaFree(c);
-  return cudaGetLastError() == cudaSuccess ? ms / repeats : -1.0f;
-}}
-"""
+def _repeats(size: int) -> int:
+    return max(3, min(50, int(2e12 / size**3)))
 
 
 def dlc_tflops(size: int, kind: str) -> float:
@@ -132,11 +111,10 @@ def dlc_tflops(size: int, kind: str) -> float:
     from xdsl.dialects.builtin import UnitAttr
     from xdsl.parser import Parser
 
-    from dlc.backends.c_expr import byte_size
-    from dlc.backends.cuda import CudaBuildError, emit_cuda
+    from dlc.backends.cuda import emit_cuda
     from dlc.backends.cuda.lower_to_gpu import is_kernel
     from dlc.backends.cuda.mma_cases import matmul_case
-    from dlc.backends.cuda.nvcc_build import compile_shared_library
+    from dlc.bench.gpu.kernel_timing import kernel_ms
     from dlc.context import make_context
 
     case = matmul_case("main", size, size, size, "f16" if kind == "f16" else "f32", allow_tf32=kind == "tf32")
@@ -145,43 +123,15 @@ def dlc_tflops(size: int, kind: str) -> float:
         module.attributes["gpu.allow_tf32"] = UnitAttr()
     source = emit_cuda(module)
     kernel = next(op for op in module.ops if is_kernel(op) and op.attributes["gpu.schedule"].data == "mma")
-    grid = kernel.attributes["gpu.grid"].get_values()
-    block = kernel.attributes["gpu.block"].get_values()
-    a, b, c = (byte_size(arg.type) for arg in kernel.body.block.args)
-    source += TIMER.format(kernel=kernel.sym_name.data, gx=grid[0], gy=grid[1], gz=grid[2],
-                           bx=block[0], by=block[1], bz=block[2], a_bytes=a, b_bytes=b, c_bytes=c)
-    lib = ctypes.CDLL(compile_shared_library(source))
-    lib.dlc_time_mma.restype = ctypes.c_float
-    ms = lib.dlc_time_mma(max(3, min(50, int(2e12 / size**3))))
-    if ms <= 0:
-        raise CudaBuildError(f"timing the {size}^3 {kind} tensor-core matmul failed")
+    ms = kernel_ms(source, kernel, _repeats(size), f"{size}^3 {kind} tensor-core matmul")
     return 2.0 * size**3 / (ms * 1e-3) / 1e12
 
 
 def torch_tflops(size: int, kind: str) -> float | None:
-    try:
-        import torch
-    except ImportError:
-        return None
-    if not torch.cuda.is_available():
-        return None
-    previous = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = kind == "tf32"
-    try:
-        dtype = torch.float16 if kind == "f16" else torch.float32
-        a = torch.randn(size, size, device="cuda", dtype=dtype)
-        b = torch.randn(size, size, device="cuda", dtype=dtype)
-        a @ b
-        repeats = max(3, min(50, int(2e12 / size**3)))
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(repeats):
-            a @ b
-        stop.record()
-        torch.cuda.synchronize()
-        return 2.0 * size**3 / (start.elapsed_time(stop) / repeats * 1e-3) / 1e12
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = previous
+    from dlc.bench.gpu.kernel_timing import torch_matmul_ms
+
+    ms = torch_matmul_ms(size, "float16" if kind == "f16" else "float32", kind == "tf32", _repeats(size))
+    return None if ms is None else 2.0 * size**3 / (ms * 1e-3) / 1e12
 
 
 def bench(sizes) -> list[str]:
