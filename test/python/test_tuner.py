@@ -69,7 +69,8 @@ def test_crashing_and_hanging_candidates_are_errors_and_tuning_goes_on(tmp_path)
                                   for m in ("crash", "ok", "hang", "ok", "build-error", "ok")])
     finally:
         runner.close()
-    assert [r.error for r in results] == ["run crashed (signal 11 SIGSEGV)", None, "run timed out after 1 s", None,
+    # (2 s: a paired run times the candidate and its default, so twice the run deadline)
+    assert [r.error for r in results] == ["run crashed (signal 11 SIGSEGV)", None, "run timed out after 2 s", None,
                                           "build failed: RuntimeError: this candidate does not build", None]
     assert all(len(r.costs) == 2 and min(r.costs) > 0 for r in results[1::2])
 
