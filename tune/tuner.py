@@ -153,7 +153,6 @@ def tune(source, target: Target | str = "llvm", trials: int | None = None, secon
             index = by_key.get(record.workload_key)
             if index is None or not tasks[index].space.valid(record.config):
                 continue
-            record.config = tasks[index].space.complete(record.config)  # a log from before an optional knob
             cost = cost_of(index, record.costs, record.baseline_costs, record.ok)
             states[index].add(record.config, cost)
             learn(index, record.config, cost)

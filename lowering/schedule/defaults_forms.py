@@ -117,7 +117,7 @@ def apply_form_schedule(kernel: func.FuncOp, target: Target, config: Config | No
                                   "(it has no schedule space): a schedule config cannot be applied")
     space.validate(config, where)
     try:
-        done = schedule(s, target, dict(space.complete(config)))
+        done = schedule(s, target, dict(config))
     except FormError:
         raise
     except ScheduleError as err:

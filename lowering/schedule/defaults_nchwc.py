@@ -104,9 +104,7 @@ def _nchwc_shape(s: Schedule):
 def conv2d_nchwc_space(s: Schedule, target: Target) -> Space | None:
     """The knobs of :func:`schedule_conv2d_nchwc`: the register tile (rows x cols outputs x
     ocbs channel blocks), whether oh joins the parallel loop (batch 1, one-row tiles), the
-    reduction's input-channel loop unrolled by ``ic_unroll`` (split, the inner part
-    unrolled: 1 = not split) and its ``kw`` loop unrolled (``kw_unroll``); default:
-    :func:`register_tile_blocks` and the rule below, nothing more unrolled. Tiles with
+    unrolled tile; default: :func:`register_tile_blocks` and the rule below. Tiles with
     more accumulator vectors than the target's registers (less two) are refused, unless
     they are no larger than the default's (which plans for 32 zmm on every x86)."""
     shape = _nchwc_shape(s)
@@ -131,15 +129,11 @@ def conv2d_nchwc_space(s: Schedule, target: Target) -> Space | None:
             return "rows_parallel needs batch 1 and one-row tiles"
         return None
 
-    ic = s.loop("ic").trip_count
     return Space(CONV2D_NCHWC, (
         Knob("rows", int_choices(rows, range(1, 9), lambda v: v <= oh), default=rows),
         Knob("cols", int_choices(cols, range(1, 2 * MAX_TILE + 1), lambda v: v <= ow), default=cols),
         Knob("ocbs", int_choices(ocbs, (1, 2, 3, 4), lambda v: blocks % v == 0), default=ocbs),
         Knob("rows_parallel", (True, False), default=rows_parallel),
-        # (tuner knobs: the defaults are the schedule as hand-written)
-        Knob("ic_unroll", int_choices(1, (2, 4), lambda v: ic % v == 0 and v < ic), default=1, optional=True),
-        Knob("kw_unroll", (False, True), default=False, optional=True),
     ), constraint)
 
 
@@ -182,10 +176,9 @@ def schedule_conv2d_nchwc(s: Schedule, target: Target, config: dict | None = Non
             s.parallel(par)
         if rows > 1:
             s.split("oh_s1", rows, "oho", "ohi")
-        unrolls = dict(ic_unroll=config.get("ic_unroll", 1), kw_unroll=config.get("kw_unroll", False))
-        _register_tile(s, "ohi" if rows > 1 else None, "ow_s1", cols, "", "ocbi" if ocbs > 1 else None, **unrolls)
+        _register_tile(s, "ohi" if rows > 1 else None, "ow_s1", cols, "", "ocbi" if ocbs > 1 else None)
         for row, col, suffix in tiles:
-            _register_tile(s, row, col, s.loop(col).trip_count, suffix, **unrolls)
+            _register_tile(s, row, col, s.loop(col).trip_count, suffix)
     _allow_contract(kernel)
     # (epilogue.fuse_epilogue is not applied: with bias/relu in the write-back, LLVM keeps
     # some tiles in memory behind run-time alias checks: ResNet's stem measured 4x slower)
@@ -248,11 +241,10 @@ def zero_initialized_tiles(kernel: func.FuncOp) -> bool:
 
 
 def _register_tile(s: Schedule, row: str | None, col: str, cols: int, suffix: str,
-                   blocks: str | None = None, ic_unroll: int = 1, kw_unroll: bool = False) -> None:
+                   blocks: str | None = None) -> None:
     """[blocks x] [rows x] cols output vectors accumulated in registers over the whole
     reduction: ``for owo: acc = out tile; for icb, kh, kw, ic: for block, row, col
-    (unrolled): for oc (vector)``; ``ic_unroll`` > 1 splits ic and unrolls its inner
-    part (``for ico: for ici (unrolled)``), ``kw_unroll`` unrolls kw."""
+    (unrolled): for oc (vector)``."""
     owo, owi = f"owo{suffix}", f"owi{suffix}"
     s.split(col, cols, owo, owi)
     reduction = [f"icb{suffix}", f"kh{suffix}", f"kw{suffix}", f"ic{suffix}"]
@@ -261,11 +253,6 @@ def _register_tile(s: Schedule, row: str | None, col: str, cols: int, suffix: st
     s.reorder(owo, *reduction, *unrolled, vector)
     acc = f"acc{suffix}"
     s.cache_write("out", owo, acc)
-    if ic_unroll > 1:
-        _, ici = s.split(f"ic{suffix}", ic_unroll, f"ico{suffix}", f"ici{suffix}")
-        s.unroll(ici)
-    if kw_unroll and s.loop(f"kw{suffix}").trip_count > 1:
-        s.unroll(f"kw{suffix}")
     for name in unrolled:
         s.unroll(name)
     _whole_vector(s, vector)

@@ -43,14 +43,11 @@ def _show(value: Any) -> str:
 @dataclass(frozen=True)
 class Knob:
     """One choice of a schedule: ``name``, its ``choices`` (ints, strings or bools) and the
-    default's value (``default``: one of the choices; the first when not given).
-    ``optional``: a knob added to a space after logs were tuned on it; a config without it
-    means its default (:meth:`Space.complete`), so those logs still apply."""
+    default's value (``default``: one of the choices; the first when not given)."""
 
     name: str
     choices: tuple
     default: Any = _FIRST
-    optional: bool = False
 
     def __post_init__(self) -> None:
         choices = tuple(self.choices)
@@ -118,19 +115,10 @@ class Space:
             total *= len(k.choices)
         return total
 
-    def complete(self, config: Config) -> Config:
-        """`config` with the defaults of the optional knobs it lacks."""
-        if not isinstance(config, dict):
-            return config
-        missing = {k.name: k.default for k in self.knobs if k.optional and k.name not in config}
-        return {**config, **missing} if missing else config
-
     def problem(self, config: Config) -> str | None:
-        """Why `config` is not a point of this space (None when it is); optional knobs it
-        lacks take their defaults."""
+        """Why `config` is not a point of this space (None when it is)."""
         if not isinstance(config, dict):
             return f"a config is a dict of knob -> value, not {type(config).__name__}"
-        config = self.complete(config)
         unknown = [name for name in config if name not in self.names]
         if unknown:
             return (f"unknown knob '{unknown[0]}' for form '{self.form}' "

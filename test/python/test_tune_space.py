@@ -361,26 +361,3 @@ def _tmp() -> str:
         _TMP.append(tempfile.mkdtemp(prefix="dlc_tune_"))
     return _TMP[0]
 
-
-def test_nchwc_unroll_knobs_keep_results_and_old_configs_still_apply():
-    """ic_unroll / kw_unroll (optional knobs, added after logs were tuned): they change the
-    IR, not the results; a config without them means their defaults."""
-    model, w, b = conv_model(16, 32, 13, 11)
-    task = one_task(model, "conv2d_nchwc", "NCHWc")
-    space = task.space
-    assert space.knob("ic_unroll").optional and space.knob("ic_unroll").default == 1
-    assert space.knob("kw_unroll").default is False and 4 in space.knob("ic_unroll").choices
-    default = space.default()
-    old = {k: v for k, v in default.items() if k not in ("ic_unroll", "kw_unroll")}
-    assert space.valid(old) and space.complete(old) == default
-    assert str(task.scheduled_kernel(old)) == str(task.scheduled_kernel(None))
-    config = dict(default, ic_unroll=4, kw_unroll=True)
-    assert str(task.scheduled_kernel(config)) != str(task.scheduled_kernel(None))
-    with pytest.raises(ScheduleConfigError, match="ic_unroll"):
-        space.validate(dict(default, ic_unroll=3))
-    lib = load(task.build(config, os.path.join(_tmp(), "conv_unroll.so")))
-    base = load(task.build(None, os.path.join(_tmp(), "conv_unroll0.so")))
-    specs = lib.entries[lib.default_entry].inputs
-    rng = np.random.default_rng(5)
-    ins = [rng.standard_normal(shape).astype(dtype) for _, shape, dtype in specs]
-    np.testing.assert_allclose(lib(*ins)[0], base(*ins)[0], rtol=1e-4, atol=1e-4)
