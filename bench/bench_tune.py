@@ -277,7 +277,9 @@ def bench_models(names: list[str], minutes: float, threads: int, rounds: int, wo
         rows.append({"model": name, "trials": len(records), "errors": sum(not r.ok for r in records),
                      "tune_s": took, "note": note, **{f"{k}_ms": v * 1e3 for k, v in med.items()},
                      **{f"{k}_spread": _spread(v) for k, v in times.items()},
-                     "speedup": med["untuned"] / med["tuned"], "tuned_vs_ort": med["tuned"] / med["ort"]})
+                     "speedup": med["untuned"] / med["tuned"], "tuned_vs_ort": med["tuned"] / med["ort"],
+                     # per round (the two processes adjacent in time): the median and range of untuned / tuned
+                     "round_speedups": [u / t for u, t in zip(times["untuned"], times["tuned"])]})
         print(f"  {name}: tuned {len(records)} trials in {took:.0f} s; {note}", flush=True)
     return rows
 
@@ -316,8 +318,6 @@ def bench_kernels(kinds: list[str], minutes: float, threads: int, workdir: str, 
                              "default_gflops": task.flops / d / 1e9, "gflops": task.flops / t / 1e9,
                              "ratio": ratio, "spread": _spread([c / b for c, b in zip(result.costs,
                                                                                      result.baseline_costs)]),
-                             "peak_pct": 100 * task.flops / t / 1e9 / peak if peak else None,
-                             "default_peak_pct": 100 * task.flops / d / 1e9 / peak if peak else None,
                              "tune_s": took})
         finally:
             runner.close()
@@ -333,6 +333,10 @@ def print_report(model_rows, kernel_rows, threads, peak) -> None:
             print(f"{r['model']:<12}{r['trials']:>7}{r['untuned_ms']:>9.2f} ±{100 * r['untuned_spread']:>3.0f}%"
                   f"{r['tuned_ms']:>9.2f} ±{100 * r['tuned_spread']:>3.0f}%{r['speedup']:>8.2f}x"
                   f"{r['ort_ms']:>9.2f} ±{100 * r['ort_spread']:>3.0f}%{r['tuned_vs_ort']:>10.2f}")
+        for r in model_rows:
+            rs = r["round_speedups"]
+            print(f"  {r['model']}: per-round untuned/tuned median {statistics.median(rs):.3f}x "
+                  f"(min {min(rs):.3f}, max {max(rs):.3f}); {r['note']}")
         geo = math.exp(statistics.fmean(math.log(r["speedup"]) for r in model_rows))
         print(f"geomean tuned speedup: {geo:.3f}x (goal 1.15x); spreads are (max - min) / median over rounds")
     if kernel_rows:
@@ -341,6 +345,8 @@ def print_report(model_rows, kernel_rows, threads, peak) -> None:
             if "note" in r:
                 print(f"{r['kernel']:<7} {r['note']}")
                 continue
+            r["peak_pct"] = 100 * r["gflops"] / peak if peak else None
+            r["default_peak_pct"] = 100 * r["default_gflops"] / peak if peak else None
             pct = (f"{r['default_peak_pct']:.1f}% -> {r['peak_pct']:.1f}% of peak"
                    if r["peak_pct"] is not None else "")
             if r["peak_pct"] is not None and r["peak_pct"] > 100:
@@ -385,12 +391,11 @@ def main(argv: list[str] | None = None) -> int:
                                     records_dir, args.no_tune, args.kernel_repeat)
         if kinds:  # the peak again after the kernels: the best of both (load only lowers it)
             again = fma_peak(args.threads, workdir)
-            if again and peak and again > peak:
-                for r in kernel_rows:
-                    if r.get("peak_pct") is not None:
-                        r["peak_pct"] *= peak / again
             peak = max(p for p in (peak, again, 0.0) if p is not None) or None
         print_report(model_rows, kernel_rows, args.threads, peak)
+        with open(os.path.join(records_dir, "bench_tune_results.json"), "w") as f:
+            json.dump({"models": model_rows, "kernels": kernel_rows, "peak": peak, "threads": args.threads,
+                       "load": os.getloadavg()[0]}, f, indent=1)
     return 0
 
 

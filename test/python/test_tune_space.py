@@ -360,4 +360,3 @@ def _tmp() -> str:
 
         _TMP.append(tempfile.mkdtemp(prefix="dlc_tune_"))
     return _TMP[0]
-
