@@ -2,7 +2,7 @@
 
     python bench/bench_tune.py [--models resnet50,squeezenet,mobilenet] [--minutes 15] [--threads 2]
                                [--rounds 7] [--kernels gemm,conv1,conv2,conv3|none] [--kernel-minutes M]
-                               [--workdir DIR]
+                               [--workdir DIR] [--records-dir DIR] [--no-tune]
 
 Models: the ONNX light models resnet50 and squeezenet with seeded random weights
 (bench/cross_run.py ``random_weights``, as bench/light_targets.py), and a MobileNetV2-style
@@ -17,9 +17,16 @@ rounds and their spread ((max - min) / median), the tuned speedup, the tuned dlc
 onnxruntime ratio and the geometric mean speedup.
 
 Kernels: GEMM 1024^3 and three ResNet-50 convolutions as one-op ONNX models, tuned for
-``--kernel-minutes``; the best tuned GFLOP/s (the task's FLOPs over its best median time,
-from the log) as a share of the FMA peak measured by /work/shared/tools/fma_peak.c
-(gcc -O3 -march=native -fopenmp) at the same thread count. The host's CPU flags are printed
+``--kernel-minutes``; then the config the log applies (records.best_records: it beat the
+default in every interleaved pair) is measured again against the default, paired in one
+run worker (``--kernel-repeat`` pairs), and both GFLOP/s (the task's FLOPs over the median
+time) are given as a share of the FMA peak measured by /work/shared/tools/fma_peak.c
+(gcc -O3 -march=native -fopenmp) at the same thread count. A kernel whose log beats its
+default nowhere reports its default twice.
+
+Records: ``<records-dir>/<model or kernel>.jsonl`` (default: the workdir); a tune resumes
+from them. ``--no-tune`` tunes nothing and compares with the records as they are (the way
+to re-measure a tune on a quieter machine). The host's CPU flags are printed
 with the table: onnxruntime's MLAS picks kernels by ISA, so the ratio holds for this host.
 """
 
@@ -239,14 +246,27 @@ def tune_model(path: str, seconds: float, threads: int, log: str):
     return records, time.monotonic() - start
 
 
-def bench_models(names: list[str], minutes: float, threads: int, rounds: int, workdir: str) -> list[dict]:
+def _records_of(log: str, no_tune: bool, path: str, seconds: float, threads: int):
+    """(records, tuning seconds): a tune of `seconds` appending to `log`, or with `no_tune`
+    the log as it is."""
+    from dlc.lowering.schedule.records import read_records
+
+    if no_tune:
+        if not os.path.exists(log):
+            raise SystemExit(f"bench_tune: --no-tune: no records '{log}'")
+        return read_records(log), 0.0
+    return tune_model(path, seconds, threads, log)
+
+
+def bench_models(names: list[str], minutes: float, threads: int, rounds: int, workdir: str,
+                 records_dir: str, no_tune: bool = False) -> list[dict]:
     import dlc
 
     rows = []
     for name in names:
         path = mobilenet_model(workdir) if name == "mobilenet" else light_model(name, workdir)
-        log = os.path.join(workdir, f"{name}.jsonl")
-        records, took = tune_model(path, minutes * 60, threads, log)
+        log = os.path.join(records_dir, f"{name}.jsonl")
+        records, took = _records_of(log, no_tune, path, minutes * 60, threads)
         untuned, tuned = os.path.join(workdir, f"{name}.untuned.so"), os.path.join(workdir, f"{name}.tuned.so")
         dlc.compile(path, num_threads=threads).export(untuned)
         compiled = dlc.compile(path, num_threads=threads, tuning_records=log)
@@ -257,12 +277,18 @@ def bench_models(names: list[str], minutes: float, threads: int, rounds: int, wo
         rows.append({"model": name, "trials": len(records), "errors": sum(not r.ok for r in records),
                      "tune_s": took, "note": note, **{f"{k}_ms": v * 1e3 for k, v in med.items()},
                      **{f"{k}_spread": _spread(v) for k, v in times.items()},
-                     "speedup": med["untuned"] / med["tuned"], "tuned_vs_ort": med["tuned"] / med["ort"]})
+                     "speedup": med["untuned"] / med["tuned"], "tuned_vs_ort": med["tuned"] / med["ort"],
+                     # per round (the two processes adjacent in time): the median and range of untuned / tuned
+                     "round_speedups": [u / t for u, t in zip(times["untuned"], times["tuned"])]})
         print(f"  {name}: tuned {len(records)} trials in {took:.0f} s; {note}", flush=True)
     return rows
 
 
-def bench_kernels(kinds: list[str], minutes: float, threads: int, workdir: str, peak: float | None) -> list[dict]:
+def bench_kernels(kinds: list[str], minutes: float, threads: int, workdir: str, peak: float | None,
+                  records_dir: str, no_tune: bool = False, repeat: int = 15) -> list[dict]:
+    from dlc.lowering.schedule.records import best_records
+    from dlc.target import as_target
+    from dlc.tune.measure import LocalRunner, MeasureOptions
     from dlc.tune.tasks import extract_tasks
 
     rows = []
@@ -272,22 +298,29 @@ def bench_kernels(kinds: list[str], minutes: float, threads: int, workdir: str, 
         if not tasks:
             rows.append({"kernel": kind, "note": "no tunable kernel (its form has no schedule space)"})
             continue
-        log = os.path.join(workdir, f"{kind}.jsonl")
-        records, took = tune_model(path, minutes * 60, threads, log)
-        best = {}
-        for r in records:
-            if r.ok and (r.workload_key not in best or r.median_cost < best[r.workload_key].median_cost):
-                best[r.workload_key] = r
-        default = {}
-        for r in records:  # the first record of each task is its default config (search.py)
-            default.setdefault(r.workload_key, r)
-        for key, r in best.items():
-            gflops = r.flops / r.median_cost / 1e9
-            d = default[key]
-            dg = d.flops / d.median_cost / 1e9 if d.ok else 0.0
-            rows.append({"kernel": kind, "task": key.split("|")[0] + " " + key.split("|")[1], "trials": len(records),
-                         "default_gflops": dg, "gflops": gflops,
-                         "peak_pct": 100 * gflops / peak if peak else None, "tune_s": took})
+        log = os.path.join(records_dir, f"{kind}.jsonl")
+        records, took = _records_of(log, no_tune, path, minutes * 60, threads)
+        best = best_records(records, as_target("llvm"))
+        # the applied config against the default, paired again (more pairs than a trial)
+        runner = LocalRunner(MeasureOptions(threads=threads, repeat=repeat, min_repeat_ms=100.0, timeout=120.0))
+        runner.start(tasks)
+        try:
+            for index, task in enumerate(tasks):
+                config = best[task.key].config if task.key in best else task.space.default()
+                (result,) = runner.measure([(index, config)])
+                if result.error is not None:
+                    rows.append({"kernel": kind, "note": f"re-measuring {task.key.split('|')[0]}: {result.error}"})
+                    continue
+                t, d = statistics.median(result.costs), statistics.median(result.baseline_costs)
+                ratio = statistics.median(c / b for c, b in zip(result.costs, result.baseline_costs))
+                rows.append({"kernel": kind, "task": " ".join(task.key.split("|")[:2]),
+                             "trials": sum(r.workload_key == task.key for r in records), "tuned": task.key in best,
+                             "default_gflops": task.flops / d / 1e9, "gflops": task.flops / t / 1e9,
+                             "ratio": ratio, "spread": _spread([c / b for c, b in zip(result.costs,
+                                                                                     result.baseline_costs)]),
+                             "tune_s": took})
+        finally:
+            runner.close()
     return rows
 
 
@@ -300,6 +333,10 @@ def print_report(model_rows, kernel_rows, threads, peak) -> None:
             print(f"{r['model']:<12}{r['trials']:>7}{r['untuned_ms']:>9.2f} ±{100 * r['untuned_spread']:>3.0f}%"
                   f"{r['tuned_ms']:>9.2f} ±{100 * r['tuned_spread']:>3.0f}%{r['speedup']:>8.2f}x"
                   f"{r['ort_ms']:>9.2f} ±{100 * r['ort_spread']:>3.0f}%{r['tuned_vs_ort']:>10.2f}")
+        for r in model_rows:
+            rs = r["round_speedups"]
+            print(f"  {r['model']}: per-round untuned/tuned median {statistics.median(rs):.3f}x "
+                  f"(min {min(rs):.3f}, max {max(rs):.3f}); {r['note']}")
         geo = math.exp(statistics.fmean(math.log(r["speedup"]) for r in model_rows))
         print(f"geomean tuned speedup: {geo:.3f}x (goal 1.15x); spreads are (max - min) / median over rounds")
     if kernel_rows:
@@ -308,11 +345,16 @@ def print_report(model_rows, kernel_rows, threads, peak) -> None:
             if "note" in r:
                 print(f"{r['kernel']:<7} {r['note']}")
                 continue
-            pct = f"{r['peak_pct']:.1f}% of peak" if r["peak_pct"] is not None else ""
+            r["peak_pct"] = 100 * r["gflops"] / peak if peak else None
+            r["default_peak_pct"] = 100 * r["default_gflops"] / peak if peak else None
+            pct = (f"{r['default_peak_pct']:.1f}% -> {r['peak_pct']:.1f}% of peak"
+                   if r["peak_pct"] is not None else "")
             if r["peak_pct"] is not None and r["peak_pct"] > 100:
                 pct += " (over 100%: the peak runs were slowed by the machine's load)"
-            print(f"{r['kernel']:<7} {r['task']:<60} default {r['default_gflops']:7.1f} -> tuned "
-                  f"{r['gflops']:7.1f} GFLOP/s  {pct}  ({r['trials']} trials)")
+            what = "tuned" if r["tuned"] else "default kept"
+            print(f"{r['kernel']:<7} {r['task'][:58]:<58} default {r['default_gflops']:7.1f} -> {what} "
+                  f"{r['gflops']:7.1f} GFLOP/s  (paired ratio {r['ratio']:.3f} ±{100 * r['spread']:.0f}%)  {pct}  "
+                  f"({r['trials']} trials)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -324,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=7, help="timing rounds (a fresh process per engine each)")
     ap.add_argument("--workdir", help="keep models, logs and libraries here (default: a temporary directory)")
+    ap.add_argument("--records-dir", help="the tuning logs <model>.jsonl / <kernel>.jsonl (default: the workdir)")
+    ap.add_argument("--no-tune", action="store_true", help="tune nothing: compare with the records as they are")
+    ap.add_argument("--kernel-repeat", type=int, default=15, help="pairs when re-measuring a kernel (default 15)")
     ap.add_argument("--time-child", nargs=2, metavar=("ENGINE", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.time_child:
@@ -339,16 +384,18 @@ def main(argv: list[str] | None = None) -> int:
         workdir = args.workdir or tmp
         os.makedirs(workdir, exist_ok=True)
         peak = fma_peak(args.threads, workdir) if kinds else None
-        model_rows = bench_models(names, args.minutes, args.threads, args.rounds, workdir)
-        kernel_rows = bench_kernels(kinds, args.kernel_minutes or args.minutes / 3, args.threads, workdir, peak)
+        records_dir = args.records_dir or workdir
+        os.makedirs(records_dir, exist_ok=True)
+        model_rows = bench_models(names, args.minutes, args.threads, args.rounds, workdir, records_dir, args.no_tune)
+        kernel_rows = bench_kernels(kinds, args.kernel_minutes or args.minutes / 3, args.threads, workdir, peak,
+                                    records_dir, args.no_tune, args.kernel_repeat)
         if kinds:  # the peak again after the kernels: the best of both (load only lowers it)
             again = fma_peak(args.threads, workdir)
-            if again and peak and again > peak:
-                for r in kernel_rows:
-                    if r.get("peak_pct") is not None:
-                        r["peak_pct"] *= peak / again
             peak = max(p for p in (peak, again, 0.0) if p is not None) or None
         print_report(model_rows, kernel_rows, args.threads, peak)
+        with open(os.path.join(records_dir, "bench_tune_results.json"), "w") as f:
+            json.dump({"models": model_rows, "kernels": kernel_rows, "peak": peak, "threads": args.threads,
+                       "load": os.getloadavg()[0]}, f, indent=1)
     return 0
 
 

@@ -25,7 +25,11 @@ def add_tune_command(sub) -> None:
                       help="xgb (XGBoost on loop features: pip install 'dlc[tune]') or random")
     tune.add_argument("--threads", type=int, help="threads of the timed kernels (default: the library's)")
     tune.add_argument("--batch", type=int, default=8, help="candidates per round (default 8)")
-    tune.add_argument("--repeat", type=int, default=3, help="timing samples per candidate (default 3)")
+    tune.add_argument("--repeat", type=int, default=5,
+                      help="timing samples per candidate (paired: pairs with the default; default 5)")
+    tune.add_argument("--unpaired", action="store_true",
+                      help="time candidates alone, not interleaved with their task's default (ranked by "
+                           "absolute time; the log's best then applies even when not beyond the noise)")
     tune.add_argument("--min-repeat-ms", type=float, default=20.0,
                       help="each sample runs the kernel until it lasts this long (default 20)")
     tune.add_argument("--timeout", type=float, default=10.0, help="seconds before a candidate's run is killed")
@@ -64,7 +68,7 @@ def tune_command(args) -> int:
     if args.rpc_tracker is not None and args.ray is not None:
         raise DiagnosticError("dlc tune: --rpc-tracker and --ray exclude each other")
     options = MeasureOptions(repeat=args.repeat, min_repeat_ms=args.min_repeat_ms, timeout=args.timeout,
-                             threads=args.threads, seed=args.seed)
+                             threads=args.threads, seed=args.seed, paired=not args.unpaired)
     if args.rpc_tracker is not None:
         runner = RPCRunner(args.rpc_tracker, args.rpc_key, options, token_file=args.rpc_token_file)
     elif args.ray is not None:

@@ -46,22 +46,28 @@ class MeasureError(DiagnosticError):
 class MeasureOptions:
     """TVM's ``number`` / ``repeat`` / ``min_repeat_ms``, the run and build deadlines in
     seconds, the thread count of the timed library (None: the library's default) and the
-    number of builds at once."""
+    number of builds at once. ``paired``: time each candidate interleaved with its task's
+    default schedule (LocalRunner, and RayRunner through it; the RPC runner times alone)."""
 
     number: int = 1
-    repeat: int = 3
+    repeat: int = 5
     min_repeat_ms: float = 20.0
     timeout: float = 10.0
     build_timeout: float = 120.0
     threads: int | None = None
     n_parallel: int = max(1, min(4, os.cpu_count() or 1))
     seed: int = 0
+    paired: bool = True
 
 
 @dataclass
 class MeasureResult:
+    """``costs``: seconds per call, one per repeat; ``baseline_costs``: the task default's,
+    measured in pairs with them (empty when not paired)."""
+
     costs: list[float] = field(default_factory=list)
     error: str | None = None
+    baseline_costs: list[float] = field(default_factory=list)
     build_s: float = 0.0
     run_s: float = 0.0
 
@@ -188,7 +194,8 @@ class _RunWorker:
         reply = json.loads(line)
         if "error" in reply:
             return MeasureResult(error=f"run failed: {reply['error']}", run_s=elapsed)
-        return MeasureResult(costs=[float(c) for c in reply["costs"]], run_s=elapsed)
+        return MeasureResult(costs=[float(c) for c in reply["costs"]],
+                             baseline_costs=[float(c) for c in reply.get("baseline_costs", [])], run_s=elapsed)
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -204,9 +211,12 @@ class _RunWorker:
                 pass
 
 
-def run_request(path: str, options: MeasureOptions) -> dict:
-    return {"path": path, "repeat": options.repeat, "number": options.number,
-            "min_repeat_ms": options.min_repeat_ms, "threads": options.threads, "seed": options.seed}
+def run_request(path: str, options: MeasureOptions, baseline: str | None = None) -> dict:
+    request = {"path": path, "repeat": options.repeat, "number": options.number,
+               "min_repeat_ms": options.min_repeat_ms, "threads": options.threads, "seed": options.seed}
+    if baseline is not None:
+        request["baseline"] = baseline
+    return request
 
 
 class LocalRunner:
@@ -220,27 +230,45 @@ class LocalRunner:
         self._worker: _RunWorker | None = None
         self._builder: LocalBuilder | None = None
         self._dir: tempfile.TemporaryDirectory | None = None
+        self._tasks: list = []
+        self._baselines: dict[int, str | None] = {}  # task index -> its default's library (None: failed)
 
     def start(self, tasks) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="dlc-tune-")
+        self._tasks = list(tasks)
+        self._baselines = {}
         self._builder = LocalBuilder(tasks, self._dir.name, self.options.n_parallel, self.options.build_timeout)
 
+    def _paired(self) -> bool:
+        return self.options.paired
+
     def measure(self, jobs: list[tuple[int, dict]]) -> list[MeasureResult]:
+        """One result per job, in order. Paired: the first batch of a task also builds its
+        default's library (kept until close); when that build fails the task's candidates
+        are timed alone (no baseline_costs)."""
+        extra = []
+        if self._paired():
+            extra = sorted({index for index, _ in jobs if index not in self._baselines})
+        built = self._builder.build([(index, self._tasks[index].space.default()) for index in extra] + list(jobs))
+        for index, (path, _, _) in zip(extra, built):
+            self._baselines[index] = path
         out = []
-        for path, error, build_s in self._builder.build(jobs):
+        for (index, _), (path, error, build_s) in zip(jobs, built[len(extra):]):
             if path is None:
                 out.append(MeasureResult(error=error, build_s=build_s))
                 continue
-            result = self._run(path)
+            result = self._run(path, self._baselines.get(index))
             result.build_s = build_s
             os.unlink(path)
             out.append(result)
         return out
 
-    def _run(self, path: str) -> MeasureResult:
+    def _run(self, path: str, baseline: str | None = None) -> MeasureResult:
         if self._worker is None or not self._worker.alive():
             self._worker = _RunWorker()
-        result = self._worker.measure(run_request(path, self.options), self.options.timeout)
+        # paired: twice the calls, so twice the deadline
+        timeout = self.options.timeout * (2 if baseline else 1)
+        result = self._worker.measure(run_request(path, self.options, baseline), timeout)
         if result.error is not None and not self._worker.alive():
             self._worker.kill()
             self._worker = None
@@ -302,7 +330,10 @@ class RPCRunner(LocalRunner):
         super().start(tasks)
         self._connect()
 
-    def _run(self, path: str) -> MeasureResult:
+    def _paired(self) -> bool:
+        return False  # the server times one library per call: candidates are timed alone
+
+    def _run(self, path: str, baseline: str | None = None) -> MeasureResult:
         from dlc.rpc import RpcError
         from dlc.tune.run_worker import random_inputs
 
@@ -337,16 +368,16 @@ class RPCRunner(LocalRunner):
 # ---------------------------------------------------------------------------
 
 
-def _build_and_run(task, config: dict, options: MeasureOptions) -> tuple[list[float], str | None, float, float]:
-    """A Ray task's body: build the candidate in a child process and time it in a run worker,
-    on whichever node runs it."""
+def _build_and_run(task, config: dict, options: MeasureOptions):
+    """A Ray task's body: build the candidate (and, paired, the task's default) in child
+    processes and time it in a run worker, on whichever node runs it."""
     runner = LocalRunner(options)
     runner.start([task])
     try:
         (result,) = runner.measure([(0, config)])
     finally:
         runner.close()
-    return result.costs, result.error, result.build_s, result.run_s
+    return result.costs, result.error, result.build_s, result.run_s, result.baseline_costs
 
 
 class RayRunner:
@@ -389,10 +420,10 @@ class RayRunner:
         ray = self._ray()
         futures = [self._remote.remote(self._refs[index], config, self.options) for index, config in jobs]
         out = []
-        deadline = self.options.build_timeout + self.options.timeout + 60
+        deadline = 2 * (self.options.build_timeout + self.options.timeout) + 60  # paired: two builds, two runs
         for future in futures:
             try:
-                costs, error, build_s, run_s = ray.get(future, timeout=deadline)
+                costs, error, build_s, run_s, baseline_costs = ray.get(future, timeout=deadline)
             except ray.exceptions.GetTimeoutError:
                 ray.cancel(future, force=True)
                 out.append(MeasureResult(error=f"ray task timed out after {deadline:g} s"))
@@ -400,7 +431,8 @@ class RayRunner:
             except ray.exceptions.RayError as err:
                 out.append(MeasureResult(error=f"ray: {type(err).__name__}: {str(err).splitlines()[0]}"))
                 continue
-            out.append(MeasureResult(costs=costs, error=error, build_s=build_s, run_s=run_s))
+            out.append(MeasureResult(costs=costs, error=error, build_s=build_s, run_s=run_s,
+                                     baseline_costs=baseline_costs))
         return out
 
     def close(self) -> None:

@@ -11,6 +11,13 @@ what it measured). The model is refitted after every batch. Resuming: the log's 
 these tasks are loaded first (the model trains on them, their configs are not measured
 again). The budget is ``trials`` measurements and/or ``seconds`` of wall time (whichever
 ends first; at least one of them).
+
+Ranking under load: a paired measurement (MeasureOptions.paired, the local and Ray
+runners) gives each candidate's ratio to its task's default, timed interleaved in one
+process. The search and the task scheduler then see a candidate's cost as that ratio
+times the task's reference time (the median of the default's first paired timing), so
+configs are ranked by the ratio (a load swing between two candidates' measurements
+does not reorder them) while the scheduler still weighs tasks by seconds.
 """
 
 from __future__ import annotations
@@ -120,6 +127,17 @@ def tune(source, target: Target | str = "llvm", trials: int | None = None, secon
     ys: list[float] = []
     groups: list[int] = []
 
+    refs: dict[int, float] = {}  # task -> its reference time: the default's first paired median
+
+    def cost_of(index: int, costs: list[float], baseline_costs: list[float], ok: bool) -> float:
+        if not ok:
+            return math.inf
+        ratios = [c / b for c, b in zip(costs, baseline_costs) if b > 0]
+        if len(ratios) == len(costs) and ratios:
+            ref = refs.setdefault(index, _median(baseline_costs))
+            return float(np.median(ratios)) * ref
+        return _median(costs)
+
     def learn(index: int, config: dict, cost: float) -> None:
         row = featurizer(index, tasks[index], config)
         if row is not None:
@@ -135,7 +153,7 @@ def tune(source, target: Target | str = "llvm", trials: int | None = None, secon
             index = by_key.get(record.workload_key)
             if index is None or not tasks[index].space.valid(record.config):
                 continue
-            cost = _median(record.costs) if record.ok else math.inf
+            cost = cost_of(index, record.costs, record.baseline_costs, record.ok)
             states[index].add(record.config, cost)
             learn(index, record.config, cost)
         if rows:
@@ -175,8 +193,9 @@ def tune(source, target: Target | str = "llvm", trials: int | None = None, secon
             records = []
             for config, result in zip(configs, results):
                 records.append(TuningRecord(tasks[index].key, target_text, dict(config), list(result.costs),
-                                            result.error, float(tasks[index].flops), time.time()))
-                cost = _median(result.costs) if result.error is None else math.inf
+                                            result.error, float(tasks[index].flops), time.time(),
+                                            baseline_costs=list(result.baseline_costs)))
+                cost = cost_of(index, result.costs, result.baseline_costs, records[-1].ok)
                 state.add(config, cost)
                 state.trials += 1
                 state.errors += result.error is not None
@@ -193,7 +212,11 @@ def tune(source, target: Target | str = "llvm", trials: int | None = None, secon
 
 
 def summary(records: list[TuningRecord], tasks=None) -> list[str]:
-    """One line per workload key: trials, errors, best time and GFLOP/s."""
+    """One line per workload key: trials, errors, best time and GFLOP/s; for paired
+    records also the ratio of the config ``--tuning-records`` applies (or that none beat
+    the default beyond the spread)."""
+    from dlc.lowering.schedule.records import MIN_GAIN
+
     by_key: dict[str, list[TuningRecord]] = {}
     for r in records:
         by_key.setdefault(r.workload_key, []).append(r)
@@ -203,6 +226,11 @@ def summary(records: list[TuningRecord], tasks=None) -> list[str]:
         best = min((r.median_cost for r in ok), default=math.inf)
         flops = rs[0].flops
         gflops = flops / best / 1e9 if ok and best > 0 else 0.0
-        lines.append(f"{_short(key)}: {len(rs)} trials, {len(rs) - len(ok)} errors, "
-                     + (f"best {best * 1e6:.1f} us ({gflops:.2f} GFLOP/s)" if ok else "no success"))
+        line = (f"{_short(key)}: {len(rs)} trials, {len(rs) - len(ok)} errors, "
+                + (f"best {best * 1e6:.1f} us ({gflops:.2f} GFLOP/s)" if ok else "no success"))
+        if any(r.paired for r in ok):
+            wins = [r for r in ok if r.beats_default()]
+            line += (f"; applied: {min(r.ratio for r in wins):.3f}x the default's time" if wins else
+                     f"; none beats the default by {100 * MIN_GAIN:.0f}% beyond the spread: default kept")
+        lines.append(line)
     return lines

@@ -5,9 +5,20 @@
      "error": null, "flops": 524288.0, "timestamp": 1764650000.0, "version": 1}
 
 ``costs`` are seconds per run (empty when the candidate failed: ``error`` says why).
-:func:`best_configs` picks per workload key the config with the lowest median cost, for
-one target: records of another target are refused (a log tuned on another machine
-would apply schedules planned for registers and caches this one lacks).
+A paired measurement (tune/measure.py, the default) also holds ``baseline_costs``: the
+task's default schedule timed in blocks interleaved with the candidate's, one per cost,
+and ``ratio``, the median of the per-pair ratios candidate / default (< 1: faster).
+
+:func:`best_configs` picks per workload key, for one target (records of another target
+are refused: a log tuned on another machine would apply schedules planned for registers
+and caches this one lacks):
+
+* over paired records, the config of the lowest ratio among those that beat the default
+  beyond the measured spread (:meth:`TuningRecord.beats_default`: every pair faster, and
+  the median by ``MIN_GAIN`` at least); none does: the key is left out, the default
+  schedule stays, so a log never makes a kernel slower than its default by what it measured;
+* keys with unpaired records only (an RPC tune, or a log of an older dlc): the config of
+  the lowest median cost.
 """
 
 from __future__ import annotations
@@ -22,6 +33,7 @@ from dlc.diagnostics import DiagnosticError
 from dlc.target import Target, TargetError, as_target
 
 RECORD_VERSION = 1
+MIN_GAIN = 0.03  # a paired candidate's median ratio must be this far below 1 to replace the default
 
 
 class TuningRecordError(DiagnosticError):
@@ -39,6 +51,12 @@ class TuningRecord:
     flops: float = 0.0
     timestamp: float = 0.0
     version: int = RECORD_VERSION
+    baseline_costs: list[float] = field(default_factory=list)  # the default's, paired with costs
+    ratio: float | None = None  # median of costs[i] / baseline_costs[i]
+
+    def __post_init__(self) -> None:
+        if self.ratio is None and self.pair_ratios:
+            self.ratio = statistics.median(self.pair_ratios)
 
     @property
     def ok(self) -> bool:
@@ -47,6 +65,23 @@ class TuningRecord:
     @property
     def median_cost(self) -> float:
         return statistics.median(self.costs) if self.costs else float("inf")
+
+    @property
+    def paired(self) -> bool:
+        return self.ok and bool(self.pair_ratios)
+
+    @property
+    def pair_ratios(self) -> list[float]:
+        """costs[i] / baseline_costs[i] (empty when not paired)."""
+        if not self.costs or len(self.baseline_costs) != len(self.costs):
+            return []
+        return [c / b for c, b in zip(self.costs, self.baseline_costs) if b > 0]
+
+    def beats_default(self, min_gain: float = MIN_GAIN) -> bool:
+        """Paired, faster than the default in every pair, and the median ratio at most
+        1 - min_gain: a gain beyond what the pairs' spread could make up."""
+        rs = self.pair_ratios
+        return self.paired and len(rs) >= 2 and max(rs) < 1.0 and statistics.median(rs) <= 1.0 - min_gain
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -72,13 +107,20 @@ class TuningRecord:
                 raise ValueError(f"field '{name}' is {type(data[name]).__name__}, not {_kind_name(kind)}")
         if data.get("error") is not None and not isinstance(data["error"], str):
             raise ValueError("field 'error' is neither null nor a string")
-        costs = data.get("costs", [])
-        if any(not isinstance(c, (int, float)) or isinstance(c, bool) or c < 0 for c in costs):
-            raise ValueError("field 'costs' holds something other than non-negative seconds")
+        for name in ("costs", "baseline_costs"):
+            values = data.get(name, [])
+            if not isinstance(values, list):
+                raise ValueError(f"field '{name}' is {type(values).__name__}, not a list")
+            if any(not isinstance(c, (int, float)) or isinstance(c, bool) or c < 0 for c in values):
+                raise ValueError(f"field '{name}' holds something other than non-negative seconds")
+        ratio = data.get("ratio")
+        if ratio is not None and (not isinstance(ratio, (int, float)) or isinstance(ratio, bool) or ratio < 0):
+            raise ValueError("field 'ratio' is neither null nor a non-negative number")
         for knob, value in data["config"].items():
             if not isinstance(value, (int, str, bool)):
                 raise ValueError(f"config knob '{knob}' is {type(value).__name__} (knobs are int, str or bool)")
-        return TuningRecord(**{**data, "costs": [float(c) for c in costs]})
+        return TuningRecord(**{**data, "costs": [float(c) for c in data.get("costs", [])],
+                                "baseline_costs": [float(c) for c in data.get("baseline_costs", [])]})
 
 
 def record_error_text(err: TuningRecordError) -> str:
@@ -120,10 +162,18 @@ def read_records(path: str) -> list[TuningRecord]:
     return out
 
 
-def best_configs(records_or_path, target: Target | str) -> dict[str, dict[str, Any]]:
-    """workload key -> the config of its lowest median cost, over the successful records
-    (`records_or_path`: a list of TuningRecord or a log's path). A record for another
-    target than `target` is a TuningRecordError naming both."""
+def best_configs(records_or_path, target: Target | str, min_gain: float = MIN_GAIN) -> dict[str, dict[str, Any]]:
+    """workload key -> its best config (the module docstring's rule: among paired records
+    the lowest ratio of those that beat the default by `min_gain` beyond their spread, keys
+    without such a record left out; keys with unpaired records only: the lowest median
+    cost), over the successful records (`records_or_path`: a list of TuningRecord or a
+    log's path). A record for another target than `target` is a TuningRecordError naming
+    both."""
+    return {key: dict(r.config) for key, r in best_records(records_or_path, target, min_gain).items()}
+
+
+def best_records(records_or_path, target: Target | str, min_gain: float = MIN_GAIN) -> dict[str, TuningRecord]:
+    """workload key -> the record :func:`best_configs` takes the config of."""
     where = None
     if isinstance(records_or_path, (str, os.PathLike)):
         where = os.fspath(records_or_path)
@@ -132,17 +182,24 @@ def best_configs(records_or_path, target: Target | str) -> dict[str, dict[str, A
         records = list(records_or_path)
     want = as_target(target)
     best: dict[str, TuningRecord] = {}
+    paired_keys: set[str] = set()
     for r in records:
         if not _same_target(r.target, want):
             source = f"tuning records '{where}'" if where else "the tuning records"
             raise TuningRecordError(f"{source} are for target '{r.target}', not for the target "
                                     f"'{want}' of this build: tune again for it")
+        if r.paired:
+            paired_keys.add(r.workload_key)
+    for r in records:
         if not r.ok:
             continue
         held = best.get(r.workload_key)
-        if held is None or r.median_cost < held.median_cost:
+        if r.workload_key in paired_keys:
+            if r.beats_default(min_gain) and (held is None or r.ratio < held.ratio):
+                best[r.workload_key] = r
+        elif held is None or r.median_cost < held.median_cost:
             best[r.workload_key] = r
-    return {key: dict(r.config) for key, r in best.items()}
+    return best
 
 
 def check_config_keys(configs: dict[str, dict], target: Target | str) -> None:
