@@ -147,7 +147,7 @@ def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: st
             # own definitions, never to a same-named one of the program (riscv64
             # executables export `main`) or of another model (partition names repeat)
             _run([cc, "-shared", "-o", staged, *objects, *extra, *([gomp] if gomp else []), "-lm",
-                  "-Wl,-z,noexecstack", "-Wl,-Bsymbolic"])
+                  "-Wl,-z,noexecstack", "-Wl,-Bsymbolic", *toolchain.linker_flags(triple)])
             append_trailer(staged)  # verified by dlc.runtime.load before dlopen
 
         publish_file(link, path)
