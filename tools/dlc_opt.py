@@ -303,15 +303,26 @@ def check_diagnostics(chunk: str, source: str, error: DiagnosticError | None) ->
 # ---------------------------------------------------------------------------
 
 
-def print_timings(timings: dict[str, float], out) -> None:
+def print_timings(timings: dict[str, float], out, cpu: dict[str, float] | None = None) -> None:
+    """MLIR's ``-mlir-timing`` report: each stage's wall time (and, given ``cpu``, its
+    user+system CPU time first, as MLIR's "User Time" column) and share of the total."""
     total = sum(timings.values()) or 1e-12
     rule = "===" + "-" * 73 + "==="
     out.write(f"{rule}\n{'... Execution time report ...':^79}\n{rule}\n")
     out.write(f"  Total Execution Time: {total:.4f} seconds\n\n")
-    out.write("  ----Wall Time----  ----Name----\n")
+    if cpu is None:
+        out.write("  ----Wall Time----  ----Name----\n")
+        for name, seconds in timings.items():
+            out.write(f"  {seconds:10.4f} ({100 * seconds / total:5.1f}%)  {name}\n")
+        out.write(f"  {total:10.4f} (100.0%)  Total\n")
+        return
+    cpu_total = sum(cpu.get(name, 0.0) for name in timings) or 1e-12
+    out.write("  ----User+Sys Time----  ----Wall Time----  ----Name----\n")
     for name, seconds in timings.items():
-        out.write(f"  {seconds:10.4f} ({100 * seconds / total:5.1f}%)  {name}\n")
-    out.write(f"  {total:10.4f} (100.0%)  Total\n")
+        used = cpu.get(name, 0.0)
+        out.write(f"  {used:10.4f} ({100 * used / cpu_total:5.1f}%)  "
+                  f"{seconds:10.4f} ({100 * seconds / total:5.1f}%)  {name}\n")
+    out.write(f"  {cpu_total:10.4f} (100.0%)  {total:10.4f} (100.0%)  Total\n")
 
 
 def run(argv: list[str]) -> int:

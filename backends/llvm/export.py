@@ -3,7 +3,10 @@
 Weights never become LLVM IR text: they are written to one raw file and a tiny
 generated assembler file defines each weight symbol with ``.incbin`` (64-byte
 aligned, hidden visibility), assembled with ``cc -c`` and linked with the
-object llvmlite emits. The library links libgomp for parallel loops.
+object llvmlite emits. The library links libgomp for parallel loops. A large module's
+code is generated in parts side by side (parallel_codegen.py: one object per part,
+the extra parts in worker processes) and the parts' objects are linked together; the
+weights are assembled meanwhile.
 
 Code generation uses ``target_machine(target)`` (jit.py): for the host (no target,
 or ``Target.host()``) the JIT's own ``host_target_machine``, the host CPU name and
@@ -31,7 +34,9 @@ import tempfile
 import numpy as np
 
 from dlc.backends.llvm import toolchain
-from dlc.backends.llvm.jit import JITError, parse_and_optimize, target_machine
+from dlc.backends.llvm.codegen_worker import CodegenError, stage_clock
+from dlc.backends.llvm.jit import JITError, machine_spec
+from dlc.backends.llvm.parallel_codegen import SplitError, compile_parts, parallel_jobs
 from dlc.output_files import check_writable, publish_file
 from dlc.runtime.library import append_trailer
 from dlc.target import Target
@@ -42,9 +47,17 @@ class ExportError(Exception):
 
 
 def _run(cmd: list[str]) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    _finish(*_start(cmd))
+
+
+def _start(cmd: list[str]) -> tuple[list[str], subprocess.Popen]:
+    return cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _finish(cmd: list[str], proc: subprocess.Popen) -> None:
+    out, err = proc.communicate()
     if proc.returncode != 0:
-        first = (proc.stderr or proc.stdout).strip().splitlines()
+        first = (err or out).strip().splitlines()
         raise ExportError(f"export: {' '.join(cmd[:2])} failed: {first[0] if first else proc.returncode}")
 
 
@@ -75,10 +88,13 @@ def weights_assembly(weights: dict[str, np.ndarray], blob_path: str) -> str:
 
 
 def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: str, opt: int = 3,
-                          target: Target | None = None, externals=()) -> None:
+                          target: Target | None = None, externals=(), jobs: int | None = None,
+                          timings: dict[str, float] | None = None) -> None:
     """Compile ``llvm_ir`` (unoptimized is fine) for ``target`` (default: the host) into
     the shared library ``path``; ``externals``: BYOC kernels (dlc.byoc.ExternalKernel)
-    compiled and linked in, with their -L/-l/-rpath (backends/llvm/external.py)."""
+    compiled and linked in, with their -L/-l/-rpath (backends/llvm/external.py).
+    ``jobs``: parts compiled side by side (parallel_codegen.py; default
+    ``parallel_jobs()``); ``timings`` gets the LLVM stages and "link"."""
     check_writable(path)  # a directory or a missing one: fail before the work
     triple = target.triple if target is not None else Target.host().triple
     try:  # the toolchain first: a missing cross compiler fails before the LLVM work
@@ -86,22 +102,29 @@ def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: st
         gomp = toolchain.libgomp(triple)
     except toolchain.ToolchainError as err:
         raise ExportError(f"export: {err}") from None
-    try:
-        tm = target_machine(target, pic=True, opt=opt)  # the host's: the JIT's CPU name + features (FMA...)
-        module = parse_and_optimize(llvm_ir, tm, opt)
-    except JITError as err:  # a cross build has had no JIT run to catch these first
-        raise ExportError(f"export: {err}") from None
+    timings = timings if timings is not None else {}
     with tempfile.TemporaryDirectory(prefix="dlc-export-") as tmp:
-        code_obj = os.path.join(tmp, "code.o")
-        with open(code_obj, "wb") as f:
-            f.write(tm.emit_object(module))
-        objects = [code_obj]
-        if weights:
+        clock = stage_clock(timings)
+        assembler = None
+        objects: list[str] = []
+        if weights:  # assembled while LLVM works
             asm = os.path.join(tmp, "weights.s")
             with open(asm, "w") as f:
                 f.write(weights_assembly(weights, os.path.join(tmp, "weights.bin")))
             weights_obj = os.path.join(tmp, "weights.o")
-            _run([cc, "-c", asm, "-o", weights_obj])
+            assembler = _start([cc, "-c", asm, "-o", weights_obj])
+        clock("write-weights")
+        try:  # the host's machine: the JIT's CPU name + features (FMA...)
+            jobs = parallel_jobs() if jobs is None else jobs
+            objects += compile_parts(llvm_ir, machine_spec(target, pic=True, opt=opt), tmp, jobs, timings)
+        except (JITError, CodegenError, SplitError) as err:  # a cross build has had no JIT run to catch these
+            if assembler is not None:
+                assembler[1].kill()
+                assembler[1].wait()
+            raise ExportError(f"export: {err}") from None
+        clock = stage_clock(timings)
+        if assembler is not None:
+            _finish(*assembler)
             objects.append(weights_obj)
         extra: list[str] = []
         if externals:
@@ -124,7 +147,8 @@ def export_shared_library(llvm_ir: str, weights: dict[str, np.ndarray], path: st
             # own definitions, never to a same-named one of the program (riscv64
             # executables export `main`) or of another model (partition names repeat)
             _run([cc, "-shared", "-o", staged, *objects, *extra, *([gomp] if gomp else []), "-lm",
-                  "-Wl,-z,noexecstack", "-Wl,-Bsymbolic"])
+                  "-Wl,-z,noexecstack", "-Wl,-Bsymbolic", *toolchain.linker_flags(triple)])
             append_trailer(staged)  # verified by dlc.runtime.load before dlopen
 
         publish_file(link, path)
+        clock("link")

@@ -19,6 +19,7 @@ from dataclasses import replace
 import llvmlite.binding as llvm
 import numpy as np
 
+from dlc.backends.llvm import codegen_worker
 from dlc.target import Target
 
 LIBGOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
@@ -30,9 +31,7 @@ class JITError(Exception):
 
 @functools.cache
 def initialize() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    llvm.initialize_native_asmparser()
+    codegen_worker.initialize()
     gomp = libgomp_path()
     if gomp:
         from dlc.runtime.native import prefer_short_omp_spin
@@ -49,69 +48,47 @@ def libgomp_path() -> str | None:
     return find_library("gomp")
 
 
+def machine_spec(target: Target | None = None, pic: bool = False, opt: int = 3) -> dict:
+    """The plain description of :func:`target_machine` (codegen_worker.py's spec: a
+    worker process builds the same machine from it)."""
+    reloc = "pic" if pic else "default"
+    codemodel = "default" if pic else "jitdefault"
+    if target is None or replace(target, num_cores=None) == Target.host():
+        initialize()
+        features = ",".join([llvm.get_host_cpu_features().flatten(), *Target.host().llvm_tuning()])
+        return {"triple": llvm.get_default_triple(), "cpu": llvm.get_host_cpu_name(), "features": features,
+                "opt": opt, "reloc": reloc, "codemodel": codemodel, "abiname": "", "native": True}
+    if target.kind != "llvm":
+        raise JITError(f"the LLVM CPU backend cannot generate code for the {target.kind} target '{target}'")
+    return {"triple": target.llvm_triple, "cpu": target.cpu, "features": target.llvm_features(), "opt": opt,
+            "reloc": reloc, "codemodel": codemodel, "abiname": "lp64d" if target.arch == "riscv64" else "",
+            "native": False}
+
+
 def host_target_machine(pic: bool = False, opt: int = 3) -> llvm.TargetMachine:
     """A fresh target machine for the host CPU (MCJIT owns one per engine: never share)."""
-    initialize()
-    target = llvm.Target.from_default_triple()
-    features = ",".join([llvm.get_host_cpu_features().flatten(), *Target.host().llvm_tuning()])
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(),
-        features=features,
-        opt=opt,
-        reloc="pic" if pic else "default",
-        codemodel="default" if pic else "jitdefault",
-    )
-
-
-@functools.cache
-def _initialize_all_targets() -> None:
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
+    return target_machine(None, pic, opt)
 
 
 def target_machine(target: Target | None = None, pic: bool = False, opt: int = 3) -> llvm.TargetMachine:
     """A fresh target machine generating code for ``target`` (a ``dlc.target.Target``;
-    None or the host's own: exactly :func:`host_target_machine`): its triple, CPU and
+    None or the host's own: the host CPU name and its full feature list): its triple, CPU and
     features (``Target.llvm_features``), the lp64d ABI for riscv64 (Debian's)."""
-    if target is None or replace(target, num_cores=None) == Target.host():
-        return host_target_machine(pic, opt)
-    if target.kind != "llvm":
-        raise JITError(f"the LLVM CPU backend cannot generate code for the {target.kind} target '{target}'")
     initialize()
-    _initialize_all_targets()  # the cross targets' code generators too
     try:
-        llvm_target = llvm.Target.from_triple(target.llvm_triple)
-    except RuntimeError as err:
-        raise JITError(f"LLVM has no code generator for {target.triple}: {str(err).strip()}") from None
-    return llvm_target.create_target_machine(
-        cpu=target.cpu,
-        features=target.llvm_features(),
-        opt=opt,
-        reloc="pic" if pic else "default",
-        codemodel="default" if pic else "jitdefault",
-        abiname="lp64d" if target.arch == "riscv64" else "",
-    )
+        return codegen_worker.create_machine(machine_spec(target, pic, opt))
+    except codegen_worker.CodegenError as err:
+        raise JITError(str(err)) from None
 
 
 def parse_and_optimize(llvm_ir: str, tm: llvm.TargetMachine, opt: int = 3) -> llvm.ModuleRef:
     """Parse textual IR, verify it and run the O``opt`` pipeline for ``tm``."""
     initialize()
     try:
-        mod = llvm.parse_assembly(llvm_ir)
-        mod.verify()
-    except RuntimeError as err:
-        first = str(err).strip().splitlines()[0] if str(err).strip() else "invalid module"
-        raise JITError(f"LLVM rejected the generated IR: {first}") from None
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    if opt > 0:
-        pto = llvm.create_pipeline_tuning_options(speed_level=opt)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_unrolling = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
-    return mod
+        mod = codegen_worker.parse(llvm_ir)
+    except codegen_worker.CodegenError as err:
+        raise JITError(str(err)) from None
+    return codegen_worker.optimize(mod, tm, opt)
 
 
 class JITModule:

@@ -88,25 +88,27 @@ def distribute(s: KernelLoops, loop, names: list[str] | None = None) -> list[For
     position = {id(op): i for i, op in enumerate(top)}
     group_ids = {id(g) for g in groups}
     users: dict[int, int] = {}
+    deps = [_deps(g, top) for g in groups]  # (each walks the statement: once per statement)
+    own_accesses = [accesses(g) for g in groups]
     for gi, g in enumerate(groups):
-        for dep in _deps(g, top):
+        for dep in deps[gi]:
             if not _is_load(dep):
                 continue
             if users.setdefault(id(dep), gi) != gi:
                 raise s.fail(loop, f"cannot distribute: a load of {value_name(dep.memref)} is used by two statements")
-            for other in groups:
+            for oi, other in enumerate(groups):
                 if (position[id(dep)] < position[id(other)] < position[id(g)]
-                        and any(a.is_store and a.buffer is dep.memref for a in accesses(other))):
+                        and any(a.is_store and a.buffer is dep.memref for a in own_accesses[oi])):
                     raise s.fail(loop, f"cannot distribute: {value_name(dep.memref)} is loaded before a "
                                        "statement that writes it and used after")
-        for user in [g] + _deps(g, top):
+        for user in [g] + deps[gi]:
             for nested in user.walk():
                 for operand in nested.operands:
                     owner = operand.owner
                     if isinstance(owner, Operation) and owner is not g and id(owner) in group_ids:
                         raise s.fail(loop, f"cannot distribute: '{g.name}' uses a value of '{owner.name}' "
                                            "from another statement")
-    per_group = [accesses(g) + [a for d in _deps(g, top) for a in accesses(d)] for g in groups]
+    per_group = [own_accesses[gi] + [a for d in deps[gi] for a in accesses(d)] for gi in range(len(groups))]
     for i, acc_i in enumerate(per_group):
         for j in range(i + 1, len(groups)):
             acc_j = per_group[j]
@@ -128,11 +130,11 @@ def distribute(s: KernelLoops, loop, names: list[str] | None = None) -> list[For
                                        "and used by another at elements of other iterations")
     header = LoopHeader.of(loop)
     new_loops = []
-    for g, new_name in zip(groups, new_names):
+    for gi, (g, new_name) in enumerate(zip(groups, new_names)):
         h = LoopHeader(header.lower, header.upper, header.step, header.kind, new_name, dict(header.attributes))
         new = h.make()
         mapping = {loop.induction_var: new.induction_var}
-        ops = [op.clone(mapping) for op in _deps(g, top) + [g]]
+        ops = [op.clone(mapping) for op in deps[gi] + [g]]
         append_to_body(new, ops)
         new_loops.append(new)
     replace_loop(loop, new_loops)

@@ -246,7 +246,7 @@ def _sibling_index_dim(acc_index, loop: ForOp, inside: ForOp):
         for key, c in dim.terms.items():
             if isinstance(key, Digit) and key.loop is loop and key.part == "iv":
                 coef = c
-            elif isinstance(key, Digit) and (key.loop is loop or any(o is key.loop for o in inside.walk())):
+            elif isinstance(key, Digit) and (key.loop is loop or inside.is_ancestor(key.loop)):
                 ok = False
             else:
                 rest[(id(key.loop), key.part, key.divisor) if isinstance(key, Digit) else id(key)] = c
