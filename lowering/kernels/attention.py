@@ -1,0 +1,132 @@
+"""graph.attention kernel: one pass over the keys per query row, online softmax.
+
+Form ``attention`` (kernels/forms.py, schedule ``lowering/schedule/defaults_attention.py``).
+Per (batch ``%b``, head ``%h``) the head's keys are first packed transposed into
+``%kt[d, j]`` (Dh x Sk scratch: the score loop then reads stride-1 key rows), then per
+query row ``%i`` the keys are visited in blocks of KEY_BLOCK (a last partial block in
+its own copy of the loops), flash-attention style::
+
+    m = -inf; l = 0; acc[:] = 0
+    for each key block [j0, j0 + n):
+      s[j] = sum_d q[i, d] * kt[d, j0 + j]          loops %sd / %sj (j innermost)
+      s[j] = s[j] * scale (+ mask[i, j0 + j]);  bm = max_j s[j]     loop %sm
+      m' = max(m, bm); c = m' (0 when m' = -inf); alpha = exp(m - c)
+      s[j] = exp(s[j] - c);  ps = sum_j s[j]        loop %se
+      l = l * alpha + ps;  acc[:] *= alpha          loop %ar
+      acc[d] += s[j] * v[j0 + j, d]                 loops %pj / %pd (d innermost)
+      m = m'
+    out[i, :] = acc / l                             loop %o
+
+No (Sq, Sk) score tensor exists: the scratch is one block's row ``%s``, the running
+``%stat`` (m, l, the block max, the block sum), the accumulator row ``%acc`` and ``%kt``,
+all allocas inside the ``%b``/``%h`` loops (private to each thread when those run in
+parallel). Q, K, V and out are addressed through the op's perms (the head split/merge
+transposes), so the projections' outputs are read in place. The exp shift ``c`` guards
+fully masked blocks (-inf masks): exp(-inf - 0) = 0 instead of NaN.
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import func, memref
+from xdsl.dialects import math as xmath
+from xdsl.dialects.builtin import MemRefType
+
+from dlc.dialects.graph_base import GraphOp
+from dlc.lowering.kernels import kernel
+from dlc.lowering.kernels.builder import Index, KernelBuilder, storage_type
+from dlc.lowering.kernels.elementwise import broadcast_indices
+from dlc.lowering.kernels.forms import ATTENTION
+
+KEY_BLOCK = 64  # keys per online-softmax step (4 AVX-512 vectors of scores)
+
+
+def _physical(perm, logical: list[Index]) -> list[Index]:
+    """Indices into an operand read as ``transpose(operand, perm)`` at `logical`."""
+    idx: list[Index] = [0, 0, 0, 0]
+    for t, p in enumerate(perm):
+        idx[p] = logical[t]
+    return idx
+
+
+@kernel("graph.attention")
+def lower_attention(op: GraphOp, name: str) -> func.FuncOp:
+    masked = op.mask is not None
+    in_types = [o.type for o in op.operands]
+    out_t = op.results[0].type
+    et = out_t.element_type
+    names = ["q", "k", "v"] + (["mask"] if masked else []) + ["out"]
+    kb = KernelBuilder(name, in_types, [out_t], op.name, names)
+    q, k, v = kb.inputs[:3]
+    mask = kb.inputs[3] if masked else None
+    qs, ks, vs = (list(o.type.get_shape()) for o in op.operands[:3])
+    b_n, h_n, sq, dh = (qs[p] for p in op.q_perm)
+    sk = ks[op.k_perm[2]]
+    dv = vs[op.v_perm[3]]
+    mask_shape = list(op.mask.type.get_shape()) if masked else []
+    scores_shape = [b_n, h_n, sq, sk]
+    st = storage_type(et)
+    block = min(KEY_BLOCK, sk)
+    scale = kb.const(op.scale, et)
+    minus_inf, zero = kb.const(float("-inf"), et), kb.const(0.0, et)
+
+    with kb.loops(["b", "h"], [b_n, h_n]) as (ib, ih):
+        kt = kb.emit(memref.AllocaOp.get(st, shape=[dh, sk]))
+        s = kb.emit(memref.AllocaOp.get(st, shape=[block]))
+        acc = kb.emit(memref.AllocaOp.get(st, shape=[dv]))
+        stat = kb.emit(memref.AllocaOp.get(st, shape=[4]))  # m, l, block max, block sum
+        kt.name_hint, s.name_hint, acc.name_hint, stat.name_hint = "kt", "s", "acc", "stat"
+        with kb.loop("pk_j", sk) as j:
+            with kb.loop("pk_d", dh) as d:
+                kb.store(kb.load(k, _physical(op.k_perm, [ib, ih, j, d])), kt, [d, j])
+        with kb.loop("i", sq) as i:
+            kb.store(minus_inf, stat, [0])
+            kb.store(zero, stat, [1])
+            with kb.loop("a0", dv) as d:
+                kb.store(zero, acc, [d])
+
+            def key_block(j0: Index, n: int) -> None:
+                with kb.loop("sz", n) as j:
+                    kb.store(zero, s, [j])
+                with kb.loop("sd", dh) as d:
+                    qd = kb.load(q, _physical(op.q_perm, [ib, ih, i, d]))
+                    with kb.loop("sj", n) as j:
+                        prod = kb.mul(qd, kb.load(kt, [d, kb.iadd(j0, j)]), et)
+                        kb.store(kb.add(kb.load(s, [j]), prod, et), s, [j])
+                kb.store(minus_inf, stat, [2])
+                with kb.loop("sm", n) as j:
+                    x = kb.mul(kb.load(s, [j]), scale, et)
+                    if masked:
+                        at = broadcast_indices([ib, ih, i, kb.iadd(j0, j)], mask_shape, scores_shape)
+                        x = kb.add(x, kb.load(mask, at), et)
+                    kb.store(x, s, [j])
+                    kb.store(kb.max(kb.load(stat, [2]), x, et), stat, [2])
+                m_old = kb.load(stat, [0])
+                m_new = kb.max(m_old, kb.load(stat, [2]), et)
+                shift = kb.select(kb.cmp("eq", m_new, minus_inf, et), zero, m_new)
+                alpha = kb.emit(xmath.ExpOp(kb.sub(m_old, shift, et)))
+                kb.store(m_new, stat, [0])
+                kb.store(zero, stat, [3])
+                with kb.loop("se", n) as j:
+                    p = kb.emit(xmath.ExpOp(kb.sub(kb.load(s, [j]), shift, et)))
+                    kb.store(p, s, [j])
+                    kb.store(kb.add(kb.load(stat, [3]), p, et), stat, [3])
+                kb.store(kb.add(kb.mul(kb.load(stat, [1]), alpha, et), kb.load(stat, [3]), et), stat, [1])
+                with kb.loop("ar", dv) as d:
+                    kb.store(kb.mul(kb.load(acc, [d]), alpha, et), acc, [d])
+                with kb.loop("pj", n) as j:
+                    pj = kb.load(s, [j])
+                    with kb.loop("pd", dv) as d:
+                        vd = kb.load(v, _physical(op.v_perm, [ib, ih, kb.iadd(j0, j), d]))
+                        kb.store(kb.add(kb.load(acc, [d]), kb.mul(pj, vd, et), et), acc, [d])
+
+            full, tail = divmod(sk, block)
+            with kb.loop("jb", full) as jb:
+                key_block(kb.imul(jb, block), block)
+            if tail:
+                key_block(full * block, tail)
+            total = kb.load(stat, [1])
+            with kb.loop("o", dv) as d:
+                y = kb.div(kb.load(acc, [d]), total, et)
+                logical = [ib, ih, i, d]  # out = transpose(logical, out_perm)
+                kb.store(y, kb.outputs[0], [logical[p] for p in op.out_perm])
+    return kb.finish(ATTENTION)
