@@ -37,7 +37,9 @@ from dlc.lowering.kernels.builder import Index, KernelBuilder, storage_type
 from dlc.lowering.kernels.elementwise import broadcast_indices
 from dlc.lowering.kernels.forms import ATTENTION
 
-KEY_BLOCK = 64  # keys per online-softmax step (4 AVX-512 vectors of scores)
+KEY_BLOCK = 32  # keys per online-softmax step
+ROWS = 4  # query rows per pass over the head's keys (the register tile's rows)
+D_CHUNK = 32  # value features per pass of the P V product (ROWS x D_CHUNK accumulators)
 
 
 def _physical(perm, logical: list[Index]) -> list[Index]:
@@ -65,68 +67,94 @@ def lower_attention(op: GraphOp, name: str) -> func.FuncOp:
     mask_shape = list(op.mask.type.get_shape()) if masked else []
     scores_shape = [b_n, h_n, sq, sk]
     st = storage_type(et)
-    block = min(KEY_BLOCK, sk)
+    rows, block, chunk = min(ROWS, sq), min(KEY_BLOCK, sk), min(D_CHUNK, dv)
     scale = kb.const(op.scale, et)
     minus_inf, zero = kb.const(float("-inf"), et), kb.const(0.0, et)
 
+    def alloca(shape, hint):
+        buf = kb.emit(memref.AllocaOp.get(st, shape=shape))
+        buf.name_hint = hint
+        return buf
+
     with kb.loops(["b", "h"], [b_n, h_n]) as (ib, ih):
-        kt = kb.emit(memref.AllocaOp.get(st, shape=[dh, sk]))
-        s = kb.emit(memref.AllocaOp.get(st, shape=[block]))
-        acc = kb.emit(memref.AllocaOp.get(st, shape=[dv]))
-        stat = kb.emit(memref.AllocaOp.get(st, shape=[4]))  # m, l, block max, block sum
-        kt.name_hint, s.name_hint, acc.name_hint, stat.name_hint = "kt", "s", "acc", "stat"
+        kt, vp = alloca([dh, sk], "kt"), alloca([sk, dv], "vp")
+        s, acc, stat = alloca([rows, block], "s"), alloca([rows, dv], "acc"), alloca([rows, 4], "stat")
         with kb.loop("pk_j", sk) as j:
             with kb.loop("pk_d", dh) as d:
                 kb.store(kb.load(k, _physical(op.k_perm, [ib, ih, j, d])), kt, [d, j])
-        with kb.loop("i", sq) as i:
-            kb.store(minus_inf, stat, [0])
-            kb.store(zero, stat, [1])
-            with kb.loop("a0", dv) as d:
-                kb.store(zero, acc, [d])
+        with kb.loop("pv_j", sk) as j:
+            with kb.loop("pv_d", dv) as d:
+                kb.store(kb.load(v, _physical(op.v_perm, [ib, ih, j, d])), vp, [j, d])
 
-            def key_block(j0: Index, n: int) -> None:
+        def key_block(i0: Index, nr: int, j0: Index, n: int) -> None:
+            with kb.loop("zr", nr) as r:
                 with kb.loop("sz", n) as j:
-                    kb.store(zero, s, [j])
-                with kb.loop("sd", dh) as d:
-                    qd = kb.load(q, _physical(op.q_perm, [ib, ih, i, d]))
+                    kb.store(zero, s, [r, j])
+            with kb.loop("sd", dh) as d:
+                with kb.loop("sr", nr) as r:
+                    qd = kb.load(q, _physical(op.q_perm, [ib, ih, kb.iadd(i0, r), d]))
                     with kb.loop("sj", n) as j:
                         prod = kb.mul(qd, kb.load(kt, [d, kb.iadd(j0, j)]), et)
-                        kb.store(kb.add(kb.load(s, [j]), prod, et), s, [j])
-                kb.store(minus_inf, stat, [2])
+                        kb.store(kb.add(kb.load(s, [r, j]), prod, et), s, [r, j])
+            with kb.loop("mr", nr) as r:
+                kb.store(minus_inf, stat, [r, 2])
                 with kb.loop("sm", n) as j:
-                    x = kb.mul(kb.load(s, [j]), scale, et)
+                    x = kb.mul(kb.load(s, [r, j]), scale, et)
                     if masked:
-                        at = broadcast_indices([ib, ih, i, kb.iadd(j0, j)], mask_shape, scores_shape)
+                        at = broadcast_indices([ib, ih, kb.iadd(i0, r), kb.iadd(j0, j)], mask_shape, scores_shape)
                         x = kb.add(x, kb.load(mask, at), et)
-                    kb.store(x, s, [j])
-                    kb.store(kb.max(kb.load(stat, [2]), x, et), stat, [2])
-                m_old = kb.load(stat, [0])
-                m_new = kb.max(m_old, kb.load(stat, [2]), et)
+                    kb.store(x, s, [r, j])
+                    kb.store(kb.max(kb.load(stat, [r, 2]), x, et), stat, [r, 2])
+                m_old = kb.load(stat, [r, 0])
+                m_new = kb.max(m_old, kb.load(stat, [r, 2]), et)
                 shift = kb.select(kb.cmp("eq", m_new, minus_inf, et), zero, m_new)
                 alpha = kb.emit(xmath.ExpOp(kb.sub(m_old, shift, et)))
-                kb.store(m_new, stat, [0])
-                kb.store(zero, stat, [3])
+                kb.store(m_new, stat, [r, 0])
+                kb.store(zero, stat, [r, 3])
                 with kb.loop("se", n) as j:
-                    p = kb.emit(xmath.ExpOp(kb.sub(kb.load(s, [j]), shift, et)))
-                    kb.store(p, s, [j])
-                    kb.store(kb.add(kb.load(stat, [3]), p, et), stat, [3])
-                kb.store(kb.add(kb.mul(kb.load(stat, [1]), alpha, et), kb.load(stat, [3]), et), stat, [1])
+                    p = kb.emit(xmath.ExpOp(kb.sub(kb.load(s, [r, j]), shift, et)))
+                    kb.store(p, s, [r, j])
+                    kb.store(kb.add(kb.load(stat, [r, 3]), p, et), stat, [r, 3])
+                kb.store(kb.add(kb.mul(kb.load(stat, [r, 1]), alpha, et), kb.load(stat, [r, 3]), et), stat, [r, 1])
                 with kb.loop("ar", dv) as d:
-                    kb.store(kb.mul(kb.load(acc, [d]), alpha, et), acc, [d])
-                with kb.loop("pj", n) as j:
-                    pj = kb.load(s, [j])
-                    with kb.loop("pd", dv) as d:
-                        vd = kb.load(v, _physical(op.v_perm, [ib, ih, kb.iadd(j0, j), d]))
-                        kb.store(kb.add(kb.load(acc, [d]), kb.mul(pj, vd, et), et), acc, [d])
+                    kb.store(kb.mul(kb.load(acc, [r, d]), alpha, et), acc, [r, d])
 
+            def value_chunk(c0: Index, width: int) -> None:
+                with kb.loop("pj", n) as j:
+                    with kb.loop("pr", nr) as r:
+                        pj = kb.load(s, [r, j])
+                        with kb.loop("pd", width) as d:
+                            vd = kb.load(vp, [kb.iadd(j0, j), kb.iadd(c0, d)])
+                            at = [r, kb.iadd(c0, d)]
+                            kb.store(kb.add(kb.load(acc, at), kb.mul(pj, vd, et), et), acc, at)
+
+            whole, rest = divmod(dv, chunk)
+            with kb.loop("pc", whole) as c:
+                value_chunk(kb.imul(c, chunk), chunk)
+            if rest:
+                value_chunk(whole * chunk, rest)
+
+        def row_block(i0: Index, nr: int) -> None:
+            with kb.loop("ir", nr) as r:
+                kb.store(minus_inf, stat, [r, 0])
+                kb.store(zero, stat, [r, 1])
+                with kb.loop("a0", dv) as d:
+                    kb.store(zero, acc, [r, d])
             full, tail = divmod(sk, block)
             with kb.loop("jb", full) as jb:
-                key_block(kb.imul(jb, block), block)
+                key_block(i0, nr, kb.imul(jb, block), block)
             if tail:
-                key_block(full * block, tail)
-            total = kb.load(stat, [1])
-            with kb.loop("o", dv) as d:
-                y = kb.div(kb.load(acc, [d]), total, et)
-                logical = [ib, ih, i, d]  # out = transpose(logical, out_perm)
-                kb.store(y, kb.outputs[0], [logical[p] for p in op.out_perm])
+                key_block(i0, nr, full * block, tail)
+            with kb.loop("or", nr) as r:
+                total = kb.load(stat, [r, 1])
+                with kb.loop("o", dv) as d:
+                    y = kb.div(kb.load(acc, [r, d]), total, et)
+                    logical = [ib, ih, kb.iadd(i0, r), d]  # out = transpose(logical, out_perm)
+                    kb.store(y, kb.outputs[0], [logical[p] for p in op.out_perm])
+
+        full_rows, tail_rows = divmod(sq, rows)
+        with kb.loop("i", full_rows) as i:
+            row_block(kb.imul(i, rows), rows)
+        if tail_rows:
+            row_block(full_rows * rows, tail_rows)
     return kb.finish(ATTENTION)

@@ -42,7 +42,7 @@ FORM_LOOPS: dict[str, tuple[str, ...]] = {
     POOL2D_NCHWC: ("n", "cb", "oh", "ow"),
     MATMUL: ("m", "n", "k"),
     QGEMM: ("m", "nb", "nl", "k4", "j", "z_m", "z_n"),
-    ATTENTION: ("b", "h", "i", "sd", "sj", "sm", "se", "pj", "pd"),
+    ATTENTION: ("b", "h", "i", "sd", "sr", "sj", "sm", "se", "pj", "pr", "pd"),
 }
 # the buffers (arguments or scratch, by name) each form's schedule addresses; the flat
 # form's accumulator is %outpad or %outflat (its schedule checks which)
@@ -55,7 +55,7 @@ FORM_BUFFERS: dict[str, tuple[str, ...]] = {
     POOL2D_NCHWC: (),
     MATMUL: ("a", "b", "out"),
     QGEMM: ("acc", "ap", "wp"),
-    ATTENTION: ("kt", "s", "acc", "stat"),
+    ATTENTION: ("kt", "vp", "s", "acc", "stat"),
 }
 FORMS = tuple(FORM_LOOPS)
 

@@ -34,7 +34,8 @@ from dlc.lowering.schedule.rfactor import rfactor_reductions
 from dlc.lowering.schedule.space import Knob, Space
 from dlc.target import Target
 
-PRODUCT_LOOPS = ("sj", "pd")  # the accumulations (and their tail-block copies: sj2, pd2)
+PRODUCT_LOOPS = ("sj", "pd")
+ROW_LOOPS = ("sr", "pr")  # the query rows of the two products' register tiles  # the accumulations (and their tail-block copies: sj2, pd2)
 
 
 def attention_space(s: Schedule, target: Target) -> Space | None:
@@ -65,6 +66,9 @@ def schedule_attention(s: Schedule, target: Target, config: dict | None = None) 
             if (loop.loop_kind == "serial" and not inner_loops(loop) and loop.trip_count >= 2
                     and vectorize_problem(loop) is None):
                 s.vectorize(loop)
+    for loop in [op for op in top.walk() if isinstance(op, ForOp)]:
+        if loop_name(loop).rstrip("0123456789") in ROW_LOOPS and loop.loop_kind == "serial":
+            s.unroll(loop)  # the register tile's rows
     for op in s.kernel.walk():
         if isinstance(op, (arith.MulfOp, arith.AddfOp)) and any(
                 loop_name(loop).rstrip("0123456789") in PRODUCT_LOOPS
