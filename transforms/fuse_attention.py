@@ -16,7 +16,9 @@ becomes ``r = graph.attention q, k, v(, mask) {scale, q_perm, k_perm, v_perm, ou
 the head split/merge transposes are folded into the op's perms, so no transposed copy
 and no (B, H, Sq, Sk) score tensor is materialized. Every intermediate (scores, scaled,
 masked, probabilities, the context before the merge) must have this chain as its only
-user; otherwise nothing changes. The transposes producing Q/K/V stay when something else
+user, and one head's keys and values must fit the kernel's packed scratch
+(``kernels/attention.packs_fit``: 256 KiB each, Sk * Dh <= 65536 in f32); otherwise nothing
+changes. The transposes producing Q/K/V stay when something else
 reads them (dead ones are erased). Runs before fuse-ops in the CPU pipeline
 (``driver.graph_passes``); the GPU pipeline does not run it.
 """
@@ -34,6 +36,7 @@ from xdsl.passes import ModulePass
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import ShapeError, normalize_axis
+from dlc.lowering.kernels.attention import packs_fit
 from dlc.transforms.fuse_ops import raise_softmax
 
 
@@ -149,6 +152,9 @@ def fuse_attention(fn: func.FuncOp) -> int:
             continue  # batch broadcasting in a matmul, a mask that widens the scores, ...
         if new.results[0].type != m.last.results[0].type:
             continue
+        qs, ks, vs = (list(x.type.get_shape()) for x in (m.q, m.k, m.v))
+        if not packs_fit(ks[m.perms["k_perm"][2]], qs[m.perms["q_perm"][3]], vs[m.perms["v_perm"][3]]):
+            continue  # a long sequence: its packed keys would not fit the kernel's scratch
         fn.body.block.insert_op_before(new, m.last)
         new.results[0].name_hint = m.last.results[0].name_hint
         new.location = m.last.location

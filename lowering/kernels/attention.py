@@ -40,6 +40,13 @@ from dlc.lowering.kernels.forms import ATTENTION
 KEY_BLOCK = 32  # keys per online-softmax step
 ROWS = 4  # query rows per pass over the head's keys (the register tile's rows)
 D_CHUNK = 32  # value features per pass of the P V product (ROWS x D_CHUNK accumulators)
+PACK_LIMIT = 256 * 1024  # bytes of one head's packed K (or V): thread-private stack scratch
+
+
+def packs_fit(sk: int, dh: int, dv: int, itemsize: int = 4) -> bool:
+    """Whether one head's packed K (Dh x Sk) and V (Sk x Dv) stay within PACK_LIMIT each
+    (fuse-attention forms the op only then; longer sequences keep the written-out form)."""
+    return sk * dh * itemsize <= PACK_LIMIT and sk * dv * itemsize <= PACK_LIMIT
 
 
 def _physical(perm, logical: list[Index]) -> list[Index]:

@@ -148,3 +148,19 @@ def test_legalize_writes_attention_out():
     load_pass("legalize")().apply(make_context(), module)  # the GPU path: no attention op left
     names = {o.name for o in module.walk()}
     assert "graph.attention" not in names and "graph.matmul" in names
+
+
+def test_long_sequence_keeps_the_written_out_form():
+    # one head's packed keys (Sk * Dh * 4 bytes) beyond the kernel's scratch limit
+    from dlc.lowering.kernels.attention import PACK_LIMIT
+
+    s = PACK_LIMIT // (4 * 64) + 1
+    module = parse_module(make_context(), _written_out(False, s=s, h=1, dh=64), "<test>")
+    for name in ("legalize", "fold-constant", "fuse-attention"):
+        load_pass(name)().apply(make_context(), module)
+    names = [o.name for o in module.walk()]
+    assert "graph.attention" not in names and names.count("graph.matmul") == 2
+    module = parse_module(make_context(), _written_out(False, s=s - 1, h=1, dh=64), "<test>")
+    for name in ("legalize", "fold-constant", "fuse-attention"):
+        load_pass(name)().apply(make_context(), module)
+    assert "graph.attention" in [o.name for o in module.walk()]
