@@ -307,7 +307,7 @@ DEFAULT_CPU_LAYOUT = "NCHWc"
 
 
 def graph_passes(layout: str | None = None) -> tuple[str, ...]:
-    """GRAPH_PASSES (CPU), with alter-op-layout before fuse-ops for ``layout="NCHWc"``
+    """GRAPH_PASSES (CPU), with fold-qdq, fuse-attention, and alter-op-layout before fuse-ops for ``layout="NCHWc"``
     (default: env ``DLC_LAYOUT``, else DEFAULT_CPU_LAYOUT; "NCHW": plain layouts)."""
     layout = layout or os.environ.get("DLC_LAYOUT", DEFAULT_CPU_LAYOUT)
     if layout not in ("NCHW", "NCHWc"):
@@ -316,6 +316,10 @@ def graph_passes(layout: str | None = None) -> tuple[str, ...]:
     # dequantized weights into float ones (fold-qdq reads their integers and scales)
     at = GRAPH_PASSES.index("fold-constant")
     passes = GRAPH_PASSES[:at] + ("fold-qdq",) + GRAPH_PASSES[at:]
+    # fuse-attention (CPU): softmax(Q K^T * s + mask) V as one graph.attention (one kernel),
+    # after fold-constant (the scale is a constant then), before fuse-ops groups its parts
+    at = passes.index("fuse-ops")
+    passes = passes[:at] + ("fuse-attention",) + passes[at:]
     if layout == "NCHW":
         return passes
     at = passes.index("fuse-ops")

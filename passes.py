@@ -67,6 +67,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "simplify-inference": _lazy("dlc.transforms.simplify_inference", "SimplifyInferencePass"),
     "widen-accumulation": _lazy("dlc.transforms.widen_accumulation", "WidenAccumulationPass"),
     "fuse-ops": _lazy("dlc.transforms.fuse_ops", "FuseOpsPass"),
+    "fuse-attention": _lazy("dlc.transforms.fuse_attention", "FuseAttention"),
     "alter-op-layout": _lazy("dlc.transforms.alter_op_layout", "AlterOpLayoutPass"),
     # bring your own codegen (dlc.byoc): composites, targets, regions, partitions
     "merge-composite": _lazy("dlc.transforms.merge_composite", "MergeCompositePass"),

@@ -68,6 +68,14 @@ def _matmul(op: Operation) -> int:
     return 2 * _elements(op.results[0].type) * (a[-1] if a else 1)
 
 
+def _attention(op: Operation) -> int:
+    # the two products, Q K^T and P V (the softmax, scale and mask are not counted)
+    dh = op.q.type.get_shape()[op.q_perm[3]]
+    sk = op.k.type.get_shape()[op.k_perm[2]]
+    rows = _elements(op.results[0].type) // op.results[0].type.get_shape()[op.out_perm.index(3)]
+    return 2 * rows * sk * dh + 2 * _elements(op.results[0].type) * sk
+
+
 def _pool(op: Operation) -> int:
     kh, kw = op.kernel
     return _elements(op.results[0].type) * kh * kw
@@ -84,6 +92,7 @@ FLOPS: dict[type, Callable[[Operation], int]] = {
     g.ConvTranspose2DOp: _conv_transpose2d,
     g.MatmulOp: _matmul,
     g.DenseOp: _matmul,
+    g.AttentionOp: _attention,
     _Pool2DWindow: _pool,
     g.ReduceOp: _per_input,
     g._GlobalPoolOp: _per_input,

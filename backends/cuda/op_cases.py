@@ -156,6 +156,9 @@ OP_CASES: list[OpCase] = [
     _c("softmax", g.SoftmaxOp, [(3, 37)]),
     _c("softmax_axis0", g.SoftmaxOp, [(3, 7, 2)], axis=0),
     _c("log_softmax", g.LogSoftmaxOp, [(3, 7)], axis=1),
+    # composite: legalize writes it out (transposes, matmuls, scale, mask add, softmax)
+    _c("attention", g.AttentionOp, [(1, 5, 2, 4), (1, 7, 2, 4), (1, 7, 2, 3), (1, 1, 5, 7)], scale=0.5,
+       q_perm=[0, 2, 1, 3], k_perm=[0, 2, 1, 3], v_perm=[0, 2, 1, 3], out_perm=[0, 2, 1, 3]),
     # -- reductions
     _c("reduce_sum", g.ReduceSumOp, [(3, 5, 7)], axes=[1]),
     _c("reduce_sum_rows", g.ReduceSumOp, [(3, 41)], axes=[1], rtol=1e-4),

@@ -42,6 +42,7 @@ g.Conv2DOp`` names any op:
 ``indexing``       gather, gather_nd, scatter_nd, scatter_elements, top_k,
                    reverse_sequence
 ``spatial``        resize, grid_sample, dft, col2im, roi_align
+``attention``      attention (scaled dot-product, head split/merge folded in)
 ``control_flow``   if, loop, scan, yield (region ops; not in GRAPH_OPS)
 ``custom``         custom (a tensor-expression op)
 ``blocked_layout`` layout_transform and the NCHW{b}c conv/pools
@@ -56,6 +57,7 @@ from xdsl.dialects.builtin import DenseIntOrFPElementsAttr, StringAttr, TensorTy
 from xdsl.ir import Attribute, Dialect
 
 from dlc.dialects.graph import (
+    attention,
     blocked_layout,
     cast,
     constants,
@@ -115,7 +117,7 @@ from dlc.dialects.graph.blocked_layout import _BLOCKED_DATA
 # The family modules in the order GRAPH_OPS lists their ops.
 _FAMILIES = (
     constants, elementwise, cast, linalg, conv, pool, normalization, reduce,
-    movement, indexing, spatial, custom, blocked_layout, quantized,
+    movement, indexing, spatial, custom, blocked_layout, quantized, attention,
 )
 
 

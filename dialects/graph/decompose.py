@@ -22,6 +22,8 @@ the value it returns. All in the operand's element type:
   ``where(u == 1, e, log(u) * e / (u - 1))``, ``u = 1 + e`` (Goldberg's trick: plain
   ``log(1 + e)`` loses the relative accuracy of small results, x << 0)
 * ``reciprocal``              -> ``1 / x``
+* ``attention``               -> ``transpose(softmax(Q @ transpose(K) * scale (+ mask)) @ V, out_perm)``
+  with ``Q = transpose(q, q_perm)`` etc. (identity perms emit no transpose)
 
 The op modules import this one while the package is loading, so op classes are
 looked up at call time (``g.MulOp``), never bound at import.
@@ -107,6 +109,19 @@ def gelu(op: g.GeluOp, e: Emitter) -> SSAValue:
     else:
         core = e(g.ErfOp, e(g.MulOp, x, e.const(1.0 / math.sqrt(2.0))))
     return e(g.MulOp, half_x, e(g.AddOp, core, e.const(1.0)))
+
+
+def attention(op: g.AttentionOp, e: Emitter) -> SSAValue:
+    def view(x: SSAValue, perm) -> SSAValue:
+        return x if tuple(perm) == (0, 1, 2, 3) else e(g.TransposeOp, x, perm=list(perm))
+
+    q, v = view(op.q, op.q_perm), view(op.v, op.v_perm)
+    kp = op.k_perm  # K^T: swap the last two logical dims
+    kt = view(op.k, [kp[0], kp[1], kp[3], kp[2]])
+    scores = e(g.MulOp, e(g.MatmulOp, q, kt), e.const(op.scale))
+    if op.mask is not None:
+        scores = e(g.AddOp, scores, op.mask)
+    return view(e(g.MatmulOp, e(g.SoftmaxOp, scores, axis=-1), v), op.out_perm)
 
 
 def _shifted(op: g.SoftmaxOp | g.LogSoftmaxOp, e: Emitter) -> tuple[SSAValue, list[int]]:

@@ -30,6 +30,7 @@ CONV2D_NCHWC = "conv2d_nchwc"  # kernels/conv_nchwc.py: n ocb oh ow oc / icb kh 
 POOL2D_NCHWC = "pool2d_nchwc"  # kernels/nchwc_ops.py: n cb oh ow / ... c
 MATMUL = "matmul"  # kernels/matmul.py with two matrix operands: b.. m n / k
 QGEMM = "qgemm"  # kernels/quantized_fast.py: integer GEMM, m nb nl / k4 j (+ panel, write-back)
+ATTENTION = "attention"  # kernels/attention.py: b h / i / key blocks (sd sj, pj pd), online softmax
 
 # the loops each form's schedule addresses by name (the generator's side of the contract)
 FORM_LOOPS: dict[str, tuple[str, ...]] = {
@@ -41,6 +42,7 @@ FORM_LOOPS: dict[str, tuple[str, ...]] = {
     POOL2D_NCHWC: ("n", "cb", "oh", "ow"),
     MATMUL: ("m", "n", "k"),
     QGEMM: ("m", "nb", "nl", "k4", "j", "z_m", "z_n"),
+    ATTENTION: ("b", "h", "i", "sd", "sr", "sj", "sm", "se", "pj", "pr", "pd"),
 }
 # the buffers (arguments or scratch, by name) each form's schedule addresses; the flat
 # form's accumulator is %outpad or %outflat (its schedule checks which)
@@ -53,6 +55,7 @@ FORM_BUFFERS: dict[str, tuple[str, ...]] = {
     POOL2D_NCHWC: (),
     MATMUL: ("a", "b", "out"),
     QGEMM: ("acc", "ap", "wp"),
+    ATTENTION: ("kt", "vp", "s", "acc", "stat"),
 }
 FORMS = tuple(FORM_LOOPS)
 

@@ -192,7 +192,7 @@ def int_choices(default: int, candidates, keep=lambda v: True) -> tuple[int, ...
 # the modules holding the form schedules (defaults_forms.FORM_SCHEDULES loads the same list)
 FORM_MODULES = tuple(f"dlc.lowering.schedule.{name}" for name in
                      ("defaults_dense", "defaults_conv", "defaults_conv_grouped", "defaults_nchwc",
-                      "defaults_quantized"))
+                      "defaults_quantized", "defaults_attention"))
 # form -> space(s: Schedule, target) -> Space | None, filled by defaults_forms.form_schedule(...,
 # space=...) as those modules load (here, not in defaults_forms: space_of needs no import of it)
 FORM_SPACES: Registry = Registry("kernel-form schedule space", modules=FORM_MODULES)

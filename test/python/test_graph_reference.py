@@ -67,6 +67,18 @@ def pos(*shape):
 
 
 # (case id, op class, inputs, graph attrs, onnx (op_type, attrs, const inputs, opset) or a numpy fn)
+def _attention_oracle(q, k, v, mask, scale, split=True):
+    """softmax(Q K^T * scale + mask) V, Q/K/V (b, s, h, d) split per head (or already (b, h, s, d))."""
+    if split:
+        q, k, v = (x.transpose(0, 2, 1, 3) for x in (q, k, v))
+    s = np.einsum("bhqd,bhkd->bhqk", q.astype(np.float64), k.astype(np.float64)) * scale
+    if mask is not None:
+        s = s + mask
+    p = np.exp(s - s.max(-1, keepdims=True))
+    out = np.einsum("bhqk,bhkd->bhqd", p / p.sum(-1, keepdims=True), v.astype(np.float64))
+    return (out.transpose(0, 2, 1, 3) if split else out).astype(np.float32)
+
+
 CASES = [
     # -- elementwise unary
     ("neg", g.NegOp, [rand(3, 1, 5)], {}, ("Neg", {}, (), 18)),
@@ -202,6 +214,12 @@ CASES = [
     ("softmax", g.SoftmaxOp, [rand(3, 7)], {}, ("Softmax", {}, (), 18)),
     ("softmax_axis0", g.SoftmaxOp, [rand(3, 7, 2)], {"axis": 0}, ("Softmax", {"axis": 0}, (), 18)),
     ("log_softmax", g.LogSoftmaxOp, [rand(3, 7)], {"axis": 1}, ("LogSoftmax", {"axis": 1}, (), 18)),
+    ("attention", g.AttentionOp, [rand(1, 5, 2, 4), rand(1, 7, 2, 4), rand(1, 7, 2, 3), rand(1, 1, 5, 7)],
+     {"scale": 0.5, "q_perm": [0, 2, 1, 3], "k_perm": [0, 2, 1, 3], "v_perm": [0, 2, 1, 3], "out_perm": [0, 2, 1, 3]},
+     lambda q, k, v, m: _attention_oracle(q, k, v, m, 0.5)),
+    ("attention_nomask", g.AttentionOp, [rand(2, 3, 5, 4), rand(2, 3, 4, 6), rand(2, 3, 6, 4)],
+     {"scale": 0.25, "k_perm": [0, 1, 3, 2]},
+     lambda q, k, v: _attention_oracle(q, k.transpose(0, 1, 3, 2), v, None, 0.25, split=False)),
     # -- reductions
     ("reduce_sum", g.ReduceSumOp, [rand(3, 5, 7)], {"axes": [1]}, ("ReduceSum", {"keepdims": 0}, (_i64(1),), 18)),
     ("reduce_sum_keep", g.ReduceSumOp, [rand(3, 5, 7)], {"axes": [0, -1], "keepdims": True},

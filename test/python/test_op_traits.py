@@ -61,6 +61,7 @@ OLD_COMPOSITE = {
     "graph.reciprocal", "graph.softplus", "graph.gelu", "graph.elu", "graph.hard_sigmoid",
     "graph.dense", "graph.global_avg_pool", "graph.global_max_pool", "graph.batch_norm",
     "graph.layer_norm", "graph.softmax", "graph.log_softmax", "graph.squeeze", "graph.unsqueeze",
+    "graph.attention",  # written out by legalize (GPU); fuse-attention forms it again on the CPU
 }
 # bufferize (_VIEW_OPS: the result is a view of the operand's buffer)
 OLD_VIEWS = {"graph.reshape", "graph.squeeze", "graph.unsqueeze"}
