@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IntegerAttr, ModuleOp, i64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Block, Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dlc.dialects import graph as g
@@ -154,12 +154,24 @@ def single_exit_region(value: SSAValue, position: dict[Operation, int],
 
 
 def fuse_function(fn: func.FuncOp, dense: bool, first_id: int = 0) -> int:
-    """Mark the groups of ``fn``; returns the next free group id."""
+    """Mark the groups of ``fn`` and of the bodies of its control-flow ops (a scan's body
+    is a recurrent cell: its kernels run once per step); returns the next free group id."""
     raise_softmax(fn)
+    next_id = fuse_block(fn.body.block, dense, first_id)
+    for op in fn.walk():
+        if isinstance(op, GraphOp) and op.regions:
+            for region in op.regions:
+                if len(region.blocks) == 1:
+                    next_id = fuse_block(region.blocks.first, dense, next_id)
+    return next_id
+
+
+def fuse_block(block: Block, dense: bool, first_id: int = 0) -> int:
+    """Mark the groups among ``block``'s ops; returns the next free group id."""
     group_of: dict[Operation, list[Operation]] = {}
     groups: list[list[Operation]] = []
-    position = {op: i for i, op in enumerate(fn.body.block.ops)}
-    for op in fn.body.block.ops:
+    position = {op: i for i, op in enumerate(block.ops)}
+    for op in block.ops:
         if not is_elementwise(op) or op.attributes.get(GROUP_ATTR) is not None or op in group_of:
             continue
         for value in op.operands:

@@ -1,10 +1,13 @@
 """Converters for ONNX recurrent ops: RNN, GRU, LSTM.
 
-The sequence length is static (it is a dim of X), so each recurrence is
-unrolled into plain graph ops: one batched ``matmul`` computes X*W^T for every
-time step at once, then each step slices its row, adds H*R^T, splits the gates
-and applies the activations. No region op is needed, and everything that
-follows (fold-constant, legalize, lower-to-loops) sees ordinary core ops.
+The input projection is hoisted out of the recurrence: one rank-2 ``matmul``
+computes X*W^T for every time step at once. The recurrence itself is a
+``graph.scan`` over time (per direction): the carried state is h (and c), the
+scanned input the step's X*W^T row (and the ``sequence_lens`` mask row), and
+the body one cell of plain graph ops (H*R^T, the gates, the activations). The
+body is compiled once however long the sequence (unrolling 64 steps of a
+2-layer LSTM gave LLVM a host function of thousands of calls: 80 s of O3);
+``expand-control-flow`` unrolls it where a target wants straight-line code.
 
 Supported: directions forward / reverse / bidirectional, ``initial_h`` /
 ``initial_c``, bias ``B``, peepholes ``P`` (LSTM), ``input_forget`` (LSTM),
@@ -19,6 +22,8 @@ semantics for both directions.
 from __future__ import annotations
 
 import numpy as np
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Block, Region
 
 from dlc.dialects import graph as g
 from dlc.frontends.onnx.importer import ImportContext, Node, Tensor
@@ -106,11 +111,13 @@ def _activations(node: Node, ctx: ImportContext, num_directions: int) -> list[li
 
 
 class _Step:
-    """Per-direction weights and helpers shared by the three cells."""
+    """Per-direction weights and helpers shared by the three cells. The operands the
+    recurrence reads (``recurrent``: R^T, its per-gate pieces, biases, peepholes) are
+    prepared outside the time loop, so that no step slices a weight."""
 
     def __init__(self, ctx, kind, w, r, b, p, hidden, gates):
         self.ctx, self.kind, self.hidden = ctx, kind, hidden
-        self.r_t = transpose(ctx, r, [1, 0])  # [hidden, G*hidden]
+        r_t = transpose(ctx, r, [1, 0])  # [hidden, G*hidden]
         self.w_t = transpose(ctx, w, [1, 0])  # [input, G*hidden]
         if b is not None:
             wb = ctx.emit(g.SliceOp, b, starts=[0], ends=[gates * hidden], axes=[0], steps=[1])
@@ -119,7 +126,33 @@ class _Step:
         else:
             wb = rb = None
         self.wb, self.rb = wb, rb
-        self.p = p
+        self.recurrent: dict[str, Tensor] = {}
+        if kind == "GRU":
+            def cols(t, lo, hi, axis):
+                return ctx.emit(g.SliceOp, t, starts=[lo], ends=[hi], axes=[axis], steps=[1])
+
+            self.recurrent["r_zr"] = cols(r_t, 0, 2 * hidden, 1)
+            self.recurrent["r_h"] = cols(r_t, 2 * hidden, 3 * hidden, 1)
+            if rb is not None:
+                self.recurrent["rb_zr"] = cols(rb, 0, 2 * hidden, 0)
+                self.recurrent["rb_h"] = cols(rb, 2 * hidden, 3 * hidden, 0)
+        else:
+            self.recurrent["r_t"] = r_t
+        if p is not None:
+            for name, piece in zip(("p_i", "p_o", "p_f"),
+                                   ctx.emit_multi(g.SplitOp, p, axis=0, sizes=[hidden] * 3)):
+                self.recurrent[name] = piece
+
+    def inside(self, sub: ImportContext, args: list[Tensor]) -> "_Step":
+        """This step as seen from the scan body: ``recurrent`` bound to ``args``."""
+        inner = object.__new__(_Step)
+        inner.__dict__.update(self.__dict__)
+        inner.ctx = sub
+        inner.recurrent = dict(zip(self.recurrent, args, strict=True))
+        return inner
+
+    def get(self, name: str) -> Tensor | None:
+        return self.recurrent.get(name)
 
     def gates(self, t: Tensor, count: int) -> list[Tensor]:
         if count == 1:
@@ -134,8 +167,9 @@ def _clip(ctx: ImportContext, x: Tensor, clip: float | None) -> Tensor:
 
 
 def _direction(node: Node, ctx: ImportContext, x: Tensor, step: _Step, acts, h: Tensor,
-               c: Tensor | None, reverse: bool, mask_of) -> tuple[list[Tensor], Tensor, Tensor | None]:
-    """Unroll one direction; returns (per-step outputs in time order, last h, last c)."""
+               c: Tensor | None, reverse: bool, mask_rows: Tensor | None) -> tuple[Tensor, Tensor, Tensor | None]:
+    """One direction as a ``graph.scan`` over time; returns (Y [seq, batch, hidden] in
+    time order, last h, last c)."""
     kind, hidden = node.op_type, step.hidden
     clip = node.attr("clip")
     clip = None if clip is None else float(clip)
@@ -150,42 +184,56 @@ def _direction(node: Node, ctx: ImportContext, x: Tensor, step: _Step, acts, h: 
     elif step.wb is not None:
         xw = ctx.emit(g.AddOp, xw, step.wb)
     xw = reshape(ctx, xw, [seq, batch, step.w_t.shape[1]])
-    outs: list[Tensor | None] = [None] * seq
-    order = range(seq - 1, -1, -1) if reverse else range(seq)
-    for t in order:
-        xt = _row(ctx, xw, t)  # [batch, G*hidden]
-        if kind == "RNN":
-            pre = ctx.emit(g.AddOp, xt, ctx.emit(g.MatmulOp, h, step.r_t))
-            h_new, c_new = acts[0](ctx, _clip(ctx, pre, clip)), None
-        elif kind == "GRU":
-            h_new, c_new = _gru_cell(node, ctx, step, acts, xt, h, clip), None
-        else:
-            h_new, c_new = _lstm_cell(node, ctx, step, acts, xt, h, c, clip)
-        mask = mask_of(t)
-        if mask is not None:
-            outs[t] = ctx.emit(g.WhereOp, mask, h_new, ctx.constant(0.0, like=h_new))
-            h = ctx.emit(g.WhereOp, mask, h_new, h)
-            if c_new is not None:
-                c = ctx.emit(g.WhereOp, mask, c_new, c)
-        else:
-            outs[t], h = h_new, h_new
-            c = c_new if c_new is not None else c
-    return outs, h, c
+    # The recurrence is a scan: its body (one step) becomes kernels once, however
+    # long the sequence. Carried: h (and c); scanned: the step's X*W^T row (and the
+    # sequence_lens mask row); read only: R^T, GRU's recurrent bias, the peepholes.
+    carried = [h] if c is None else [h, c]
+    scanned = [xw] if mask_rows is None else [xw, mask_rows]
+    readonly = list(step.recurrent.values())
+    row_types = [TensorType(t.element_type, list(t.shape[1:])) for t in scanned]
+    block = Block(arg_types=[t.type for t in carried] + row_types + [t.type for t in readonly])
+    sub = ImportContext(block, ctx.store, ctx.opset)
+    sub.node = ctx.node
+    args = [Tensor(f"{t.name}_arg", a.type, ssa=a) for t, a in zip([*carried, *scanned, *readonly], block.args)]
+    h_in = args[0]
+    c_in = args[1] if c is not None else None
+    xt = args[len(carried)]
+    mask = args[len(carried) + 1] if mask_rows is not None else None
+    body_step = step.inside(sub, args[len(carried) + len(scanned):])
+    if kind == "RNN":
+        pre = sub.emit(g.AddOp, xt, sub.emit(g.MatmulOp, h_in, body_step.get("r_t")))
+        h_new, c_new = acts[0](sub, _clip(sub, pre, clip)), None
+    elif kind == "GRU":
+        h_new, c_new = _gru_cell(node, sub, body_step, acts, xt, h_in, clip), None
+    else:
+        h_new, c_new = _lstm_cell(node, sub, body_step, acts, xt, h_in, c_in, clip)
+    if mask is not None:
+        y_t = sub.emit(g.WhereOp, mask, h_new, sub.constant(0.0, like=h_new))
+        h_new = sub.emit(g.WhereOp, mask, h_new, h_in)
+        if c_new is not None:
+            c_new = sub.emit(g.WhereOp, mask, c_new, c_in)
+    else:
+        y_t = h_new
+    states = [h_new] if c_new is None else [h_new, c_new]
+    block.add_op(g.YieldOp.make(*[sub.value(t) for t in [*states, y_t]]))
+    direction = [1 if reverse else 0]
+    op = g.ScanOp.make_with_regions(
+        [ctx.value(t) for t in [*carried, *scanned, *readonly]], [Region(block)],
+        num_carried=len(carried), num_scan_inputs=len(scanned),
+        scan_input_directions=direction * len(scanned), scan_output_directions=direction)
+    ctx.block.add_op(op)
+    outs = [Tensor("", r.type, ssa=r) for r in op.results]
+    y = outs[-1]
+    return y, outs[0], (outs[1] if c is not None else None)
 
 
 def _gru_cell(node, ctx, step: _Step, acts, xt, h, clip):
-    hidden = step.hidden
     xz, xr, xh = step.gates(xt, 3)
-    r_t = step.r_t  # [hidden, 3*hidden]
-    rz_rr = ctx.emit(g.SliceOp, r_t, starts=[0], ends=[2 * hidden], axes=[1], steps=[1])
-    rh = ctx.emit(g.SliceOp, r_t, starts=[2 * hidden], ends=[3 * hidden], axes=[1], steps=[1])
+    rz_rr, rh = step.get("r_zr"), step.get("r_h")  # [hidden, 2*hidden], [hidden, hidden]
+    rbz_rbr, rbh = step.get("rb_zr"), step.get("rb_h")
     hr = ctx.emit(g.MatmulOp, h, rz_rr)
-    if step.rb is not None:
-        rbz_rbr = ctx.emit(g.SliceOp, step.rb, starts=[0], ends=[2 * hidden], axes=[0], steps=[1])
-        rbh = ctx.emit(g.SliceOp, step.rb, starts=[2 * hidden], ends=[3 * hidden], axes=[0], steps=[1])
+    if rbz_rbr is not None:
         hr = ctx.emit(g.AddOp, hr, rbz_rbr)
-    else:
-        rbh = None
     hz, hrr = step.gates(hr, 2)
     z = acts[0](ctx, _clip(ctx, ctx.emit(g.AddOp, xz, hz), clip))
     r = acts[0](ctx, _clip(ctx, ctx.emit(g.AddOp, xr, hrr), clip))
@@ -204,10 +252,8 @@ def _gru_cell(node, ctx, step: _Step, acts, xt, h, clip):
 
 
 def _lstm_cell(node, ctx, step: _Step, acts, xt, h, c, clip):
-    pre = ctx.emit(g.AddOp, xt, ctx.emit(g.MatmulOp, h, step.r_t))
-    pi, po, pf = (None, None, None)
-    if step.p is not None:
-        pi, po, pf = ctx.emit_multi(g.SplitOp, step.p, axis=0, sizes=[step.hidden] * 3)
+    pre = ctx.emit(g.AddOp, xt, ctx.emit(g.MatmulOp, h, step.get("r_t")))
+    pi, po, pf = step.get("p_i"), step.get("p_o"), step.get("p_f")
     gi, go, gf, gc = step.gates(pre, 4)
     if pi is not None:
         gi = ctx.emit(g.AddOp, gi, ctx.emit(g.MulOp, pi, c))
@@ -257,7 +303,7 @@ def convert_recurrent(node: Node, ctx: ImportContext):
                         f"direction(s) of {gates} gate(s) with hidden_size {hidden}")
     acts = _activations(node, ctx, num_directions)
     zeros = ctx.constant(np.zeros((batch, hidden)), like=x)
-    mask_of = _mask_builder(ctx, lens, seq, batch)
+    mask_rows = _mask_rows(ctx, lens, seq, batch)
 
     ys, hs, cs = [], [], []
     for d in range(num_directions):
@@ -267,9 +313,9 @@ def convert_recurrent(node: Node, ctx: ImportContext):
         h = zeros if h0 is None else _row(ctx, h0, d)
         c = zeros if c0 is None else _row(ctx, c0, d)
         reverse = direction == "reverse" or d == 1
-        outs, h, c = _direction(node, ctx, x, step, acts[d], h, c if kind == "LSTM" else None,
-                                reverse, mask_of)
-        ys.append(outs)
+        y, h, c = _direction(node, ctx, x, step, acts[d], h, c if kind == "LSTM" else None,
+                             reverse, mask_rows)
+        ys.append(reshape(ctx, y, [seq, 1, batch, hidden]))
         hs.append(reshape(ctx, h, [1, batch, hidden]))
         if kind == "LSTM":
             cs.append(reshape(ctx, c, [1, batch, hidden]))
@@ -277,9 +323,7 @@ def convert_recurrent(node: Node, ctx: ImportContext):
     def join(parts: list[Tensor], axis: int) -> Tensor:
         return parts[0] if len(parts) == 1 else ctx.emit(g.ConcatOp, *parts, axis=axis)
 
-    steps = [join([reshape(ctx, ys[d][t], [1, 1, batch, hidden]) for d in range(num_directions)], 1)
-             for t in range(seq)]
-    y = join(steps, 0)  # [seq, dirs, batch, hidden]
+    y = join(ys, 1)  # [seq, dirs, batch, hidden]
     y_h = join(hs, 0)
     y_c = join(cs, 0) if cs else None
     if layout == 1:
@@ -289,23 +333,15 @@ def convert_recurrent(node: Node, ctx: ImportContext):
     return [y, y_h, y_c] if kind == "LSTM" else [y, y_h]
 
 
-def _mask_builder(ctx: ImportContext, lens: Tensor | None, seq: int, batch: int):
-    """t -> [batch, 1] bool mask of the entries still running at step t (None: all)."""
+def _mask_rows(ctx: ImportContext, lens: Tensor | None, seq: int, batch: int) -> Tensor | None:
+    """[seq, batch, 1] bool: entry b still runs at step t (None: all run every step)."""
     if lens is None:
-        return lambda t: None
+        return None
+    steps = np.arange(seq).reshape(seq, 1, 1)
     if lens.const is not None:
         known = np.asarray(lens.const).reshape(-1).astype(np.int64)
         if np.all(known >= seq):
-            return lambda t: None
-
-        def constant_mask(t):
-            running = (t < known).reshape(batch, 1)
-            return None if running.all() else ctx.constant(running)
-
-        return constant_mask
-    column = reshape(ctx, lens, [batch, 1])
-
-    def runtime_mask(t):
-        return ctx.emit(g.LessOp, ctx.constant(t, like=column), column)
-
-    return runtime_mask
+            return None
+        return ctx.constant(steps < known.reshape(1, batch, 1))
+    column = reshape(ctx, lens, [1, batch, 1])
+    return ctx.emit(g.LessOp, ctx.constant(steps, like=column), column)

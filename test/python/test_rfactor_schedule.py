@@ -103,5 +103,8 @@ def test_skinny_matmul_streams_b_rows_in_parallel_column_blocks():
             f"  func.return %c : {_t((1, 1000))}\n}}")
     loops = _scheduled_loops(text)
     # no packing copies, no register tile: column blocks in parallel, k outside the columns
-    # (k in steps of SKINNY_ROWS_PER_PASS rows, expanded inside the column loop)
-    assert loops[2:] == [("no", "parallel"), ("m_s1", "serial"), ("ko", "serial"), ("nn", "vectorized")]
+    # (k in steps of SKINNY_ROWS_PER_PASS rows, expanded inside the column loop); the block's
+    # C chunk is accumulated in a local copy (acc: copied in, and out after the k loop)
+    assert loops[2:] == [("no", "parallel"), ("m_s1", "serial"), ("acc_d0", "serial"),
+                         ("acc_d1", "vectorized"), ("ko", "serial"), ("nn", "vectorized"),
+                         ("acc_out_d0", "serial"), ("acc_out_d1", "vectorized")]

@@ -157,3 +157,33 @@ func.func @dense_gelu(%x: tensor<7x13xf32>, %k: tensor<13x5xf32>, %b: tensor<5xf
 // CHECK-NEXT:    %y = graph.mul %a, %q {dlc.group = 0 : i64}
 // LOOPS:     func.func @dense_gelu_{{[0-9]+}}_matmul_add_div_erf_add_mul(%a: memref<7x13xf32>, %b: memref<13x5xf32>, %extra0: memref<5xf32>, %extra1: memref<f32>, %extra2: memref<f32>, %out: memref<7x5xf32>)
 // LOOPS-SAME:  tloop.fused = "graph.matmul+add+div+erf+add+mul"
+
+// -----
+
+// A scan body (a recurrent cell) is grouped like a function: h*R + x_t -> tanh is one
+// group there, and lower-to-loops makes it one kernel called once per step.
+func.func @scan_cell(%h0: tensor<1x5xf32>, %xs: tensor<7x1x5xf32>, %r: tensor<5x5xf32>) -> (tensor<1x5xf32>, tensor<7x1x5xf32>) {
+  %h, %ys = graph.scan %h0, %xs, %r attributes {num_carried = 1 : i64, num_scan_inputs = 1 : i64} {
+  ^bb0(%hc: tensor<1x5xf32>, %xt: tensor<1x5xf32>, %rr: tensor<5x5xf32>):
+    %p = graph.matmul %hc, %rr : (tensor<1x5xf32>, tensor<5x5xf32>) -> tensor<1x5xf32>
+    %a = graph.add %p, %xt : (tensor<1x5xf32>, tensor<1x5xf32>) -> tensor<1x5xf32>
+    %t = graph.tanh %a : (tensor<1x5xf32>) -> tensor<1x5xf32>
+    graph.yield %t, %t : (tensor<1x5xf32>, tensor<1x5xf32>) -> ()
+  } : (tensor<1x5xf32>, tensor<7x1x5xf32>, tensor<5x5xf32>) -> (tensor<1x5xf32>, tensor<7x1x5xf32>)
+  func.return %h, %ys : tensor<1x5xf32>, tensor<7x1x5xf32>
+}
+// CHECK-LABEL: func.func @scan_cell
+// CHECK:         %p = graph.matmul %hc, %rr {dlc.group = 0 : i64}
+// CHECK-NEXT:    %a = graph.add %p, %xt {dlc.group = 0 : i64}
+// CHECK-NEXT:    %t = graph.tanh %a {dlc.group = 0 : i64}
+// CHECK-NEXT:    graph.yield %t, %t
+// NODENSE-LABEL: func.func @scan_cell
+// NODENSE:         %p = graph.matmul %hc, %rr :
+// NODENSE-NEXT:    %a = graph.add %p, %xt {dlc.group = 0 : i64}
+// NODENSE-NEXT:    %t = graph.tanh %a {dlc.group = 0 : i64}
+// LOOPS:     func.func @scan_cell_{{[0-9]+}}_body_{{[0-9]+}}_matmul_add_tanh(
+// LOOPS-SAME:  tloop.fused = "graph.matmul+add+tanh"
+// LOOPS-NOT: func.func @scan_cell_{{.*}}_tanh(
+// LOOPS:     func.func @scan_cell(
+// LOOPS:       scf.for
+// LOOPS:         func.call @scan_cell_{{[0-9]+}}_body_{{[0-9]+}}_matmul_add_tanh(
