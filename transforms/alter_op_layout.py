@@ -4,9 +4,14 @@
 
 TVM's x86 conv2d_NCHWc strategy. In every graph function:
 
-* each depthwise ``conv2d`` (groups = channels) becomes ``depthwise_conv2d_nchwc``
-  (weights OIHW1i{b}o; stride 1: explicit padding as below, larger strides keep
-  the padding in the op, whose kernel clamps its taps);
+* each depthwise ``conv2d`` (groups = channels) of a blocked value becomes
+  ``depthwise_conv2d_nchwc`` (weights OIHW1i{b}o; stride 1: explicit padding as
+  below, larger strides keep the padding in the op, whose kernel clamps its taps).
+  A depthwise conv of a plain value stays plain (``conv2d.depthwise``, which pads
+  in its own scratch): blocking it would cost a transform in, an explicit pad and,
+  when its readers are plain, a transform out (ShuffleNet's depthwise convs sit
+  between a plain channel shuffle and a plain grouped conv: the three copies
+  cost more than the depthwise itself);
 * each ``conv2d`` (NCHW / OIHW, groups 1, float) becomes ``conv2d_nchwc`` on
   NCHW{b}c activations and OIHW{i}i{b}o weights (output blocks of ``block``
   channels: one vector; the input block is the producer's block, or for a
@@ -108,7 +113,7 @@ class _FunctionRewrite:
             free = op.get_trait(LayoutFree)
             if _convertible_conv(op):
                 self._convert_conv(op)
-            elif _depthwise_conv(op):
+            elif _depthwise_conv(op) and op.operands[0] in self.blocked:
                 self._convert_depthwise(op)
             elif free is None:
                 if isinstance(op, g.ConcatOp):
