@@ -23,22 +23,16 @@ _QRNG = np.random.default_rng(1818)  # the quantized cases' own integers (the sh
 
 
 def _tflite_mbqm(acc: int, real: float) -> int:
-    """TFLite's QuantizeMultiplier + MultiplyByQuantizedMultiplier, as its C code, on Python ints."""
+    """TFLite's QuantizeMultiplier + MultiplyByQuantizedMultiplier (TFLITE_SINGLE_ROUNDING),
+    as its C code, on Python ints."""
     import math
 
     q, shift = math.frexp(real)
     m = round(q * (1 << 31))
     if m == 1 << 31:
         m, shift = m // 2, shift + 1
-    x = (acc << max(shift, 0)) & 0xFFFFFFFF
-    x = x - (1 << 32) if x >= 1 << 31 else x
-    ab = x * m
-    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
-    high = abs(ab + nudge) >> 31
-    high = high if ab + nudge >= 0 else -high
-    e = max(-shift, 0)
-    mask = (1 << e) - 1
-    return (high >> e) + (1 if (high & mask) > (mask >> 1) + (1 if high < 0 else 0) else 0)
+    total = 31 - shift
+    return min(max((acc * m + (1 << (total - 1))) >> total, -(1 << 31)), (1 << 31) - 1)
 
 
 def _tflite_requant(acc, reals, zp, lo, hi, axis=None):

@@ -26,7 +26,6 @@ def _all_pairs(dtype):
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8])
 @pytest.mark.parametrize("scales", [
     (0.031, 0.047, 0.029), (0.2, 0.0013, 0.05), (0.01, 0.01, 0.5), (1e-4, 3e-3, 1e-5),
-    # a's term has a tie of srdhm at v = -112 (the emitter test below checks it exactly)
     (0.013321572914719582, 0.07362545281648636, 0.029)])
 def test_qadd_every_pair(dtype, scales):
     a, b = _all_pairs(dtype)
@@ -48,9 +47,8 @@ def test_qmul_every_pair():
 @pytest.mark.parametrize("m, shift", [(1554237504, -3), (1595064504, -1), (1 << 30, -1), ((1 << 31) - 1, -6),
                                       (1073742848, -2), (1234567890, 0), (1234567890, 3)])
 def test_mbqm_shifted_equals_mbqm_of_the_shifted_value(m, shift):
-    """The emitter itself, on every |v| <= 255, in the loop-IR executor: srdhm's ties of
-    negative values (m = 1554237504: 112 * m % 2**11 == 2**10) differ from the plain
-    path by 1 before the rounding division, too little for a qadd output to show."""
+    """The emitter itself, on every |v| <= 255, in the loop-IR executor: the i32 split
+    equals the i64 single rounding bit for bit (negative values and ties included)."""
     from xdsl.dialects.builtin import ModuleOp, TensorType, i32
 
     from dlc.lowering.kernels import requant as rq
