@@ -91,24 +91,6 @@ def single_rounding(kb: KernelBuilder, acc: SSAValue, m: Value, total: Value) ->
     return kb.emit(arith.TruncIOp(y, i32))
 
 
-def mbqm_shifted(kb: KernelBuilder, v: SSAValue, left: int, m: int, shift: int, bound: int) -> SSAValue:
-    """``mbqm(v << left, m, shift)`` for an i32 ``v`` with ``|v| <= bound`` and constant
-    ``m``, ``shift`` (TFLite ADD's input terms), without the i64 product where it can:
-    with ``T = 31 - shift - left`` and ``m = mh * 2**T + ml``,
-    ``(v * m * 2**left + 2**(T+left-1)) >> (T+left) = v * mh + ((v * ml + 2**(T-1)) >> T)``
-    exactly (floor division by ``2**T`` distributes over the multiple ``v * mh * 2**T``),
-    every term in i32 when ``bound * 2**T + 2**(T-1) < 2**31`` and ``bound * mh < 2**31``.
-    Else the plain i64 path."""
-    t = 31 - shift - left
-    mh, ml = (m >> t, m & ((1 << t) - 1)) if t >= 1 else (0, 0)
-    if not (t >= 1 and bound * (1 << t) + (1 << (t - 1)) < (1 << 31) and bound * mh < (1 << 31)):
-        shifted = kb.emit(arith.ShLIOp(v, kb.const(left, i32))) if left else v
-        return mbqm(kb, shifted, m, shift)
-    low = kb.emit(arith.AddiOp(kb.emit(arith.MuliOp(v, kb.const(ml, i32))), kb.const(1 << (t - 1), i32)))
-    return kb.emit(arith.AddiOp(kb.emit(arith.MuliOp(v, kb.const(mh, i32))),
-                                kb.emit(arith.ShRSIOp(low, kb.const(t, i32)))))
-
-
 def requantize(kb: KernelBuilder, acc: SSAValue, m: Value, shift: Value, zero_point: Value,
                lo: int, hi: int) -> SSAValue:
     """``clamp(mbqm(acc, m, shift) + zero_point, lo, hi)`` as i32."""
