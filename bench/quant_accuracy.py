@@ -137,7 +137,7 @@ def mobilenet() -> onnx.ModelProto:
     return _export(net, torch.randn(1, 3, 112, 112))
 
 
-def bert() -> onnx.ModelProto:
+def bert(d: int = 256, heads: int = 4, ff: int = 1024, layers: int = 2, seq: int = 32) -> onnx.ModelProto:
     """A BERT-style encoder: 2 post-norm Transformer layers, d=256, 4 heads, seq 32, + a classifier."""
     import torch
     from torch import nn
@@ -147,17 +147,22 @@ def bert() -> onnx.ModelProto:
     class Encoder(nn.Module):
         def __init__(self):
             super().__init__()
-            layer = nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True)
-            self.encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
-            self.classifier = nn.Linear(256, 10)
+            layer = nn.TransformerEncoderLayer(d, heads, ff, dropout=0.0, batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+            self.classifier = nn.Linear(d, 10)
 
         def forward(self, x):
             return self.classifier(self.encoder(x)[:, 0])
 
-    return _export(Encoder(), torch.randn(1, 32, 256))
+    return _export(Encoder(), torch.randn(1, seq, d))
 
 
-MODELS = {"resnet50": resnet50, "mobilenet": mobilenet, "bert": bert, "small_cnn": small_cnn}
+def tiny_bert() -> onnx.ModelProto:
+    """:func:`bert` at d=32, 2 heads, ff 64, 1 layer, seq 16 (the CI test's model)."""
+    return bert(d=32, heads=2, ff=64, layers=1, seq=16)
+
+
+MODELS = {"resnet50": resnet50, "mobilenet": mobilenet, "bert": bert, "small_cnn": small_cnn, "tiny_bert": tiny_bert}
 
 
 # ---------------------------------------------------------------------------

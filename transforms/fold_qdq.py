@@ -19,7 +19,14 @@ each graph.quantize and looks back through its float operand:
   graph.qavg_pool2d; ``max_pool2d`` and the movement ops (reshape, transpose, squeeze,
   unsqueeze) run on the quantized values, with a graph.requantize when the output
   parameters differ;
-* ``Q(DQ(x))`` -> x or graph.requantize.
+* ``Q(DQ(x))`` -> x or graph.requantize;
+* ``softmax(DQ(x))`` -> Q stays a float softmax (onnxruntime's QLinearSoftmax is float
+  inside too), but the quantize takes onnxruntime's output scale: QLinearSoftmax
+  multiplies the probabilities by ``floor(1 / y_scale)``, not ``1 / y_scale`` (a
+  calibrated ``y_scale = 1/255`` is 254.99998 in f32: every probability is quantized
+  1/255 too low, which moved 3 % of a BERT-style model's attention weights by a step),
+  so the quantize gets ``y_scale' = 1 / floor(1 / y_scale)`` (the note says so; the
+  DequantizeLinear after it keeps ``y_scale``, as onnxruntime's consumers do).
 
 All parameters must be per tensor except a weight's. A float op whose value has
 another use, or whose operands are not dequantized, stays float; the module's
@@ -287,6 +294,8 @@ class _Folder:
             return self._passthrough(op, out)
         if isinstance(op, g.DequantizeOp):
             return self._requantize(op.results[0], out, out.q)
+        if _softmax_input(op) is not None:
+            return self._softmax(op, out)
         raise NoMatch(f"{op.name} has no quantized form")
 
     def _conv(self, op: g.Conv2DOp, bias, out: _Output) -> SSAValue:
@@ -369,6 +378,21 @@ class _Folder:
         new = g.QAvgPool2DOp.make(dq.x, x_scale=[xs], x_zero_point=[xz], **window, **out.attrs())
         return self.insert(new, out.q, op)
 
+    def _softmax(self, op: GraphOp, out: _Output) -> SSAValue:
+        """The float softmax kept, its quantize at onnxruntime's QLinearSoftmax scale."""
+        _per_tensor(_dq(_softmax_input(op), "the input"), "the input")
+        if out.out_min is not None or out.out_max is not None:
+            raise NoMatch("a clamp after the softmax")
+        inverse = np.floor(np.float32(1.0) / np.float32(out.scale))
+        if inverse < 1:
+            raise NoMatch(f"the output scale {out.scale} is above 1 (QLinearSoftmax's floor(1 / scale) is 0)")
+        q = out.q
+        new = g.QuantizeOp.make(op.results[0], scale=[float(np.float32(1.0) / np.float32(inverse))],
+                                zero_point=[out.zero_point], dtype=out.dtype,
+                                **({} if q.rounding == "half_even" else {"rounding": q.rounding}))
+        self.made = f"a softmax, its graph.quantize at QLinearSoftmax's scale 1/{int(inverse)}"
+        return self.insert(new, q, q)
+
     def _passthrough(self, op: GraphOp, out: _Output) -> SSAValue:
         """An op that commutes with per-tensor quantization, on the quantized values."""
         dq = _dq(op.operands[0], "the input")
@@ -396,6 +420,23 @@ class _Folder:
             return xq
         new = g.RequantizeOp.make(xq, x_scale=[dq.scale[0]], x_zero_point=[dq.zero_point[0]], **out.attrs())
         return self.insert(new, out.q, like)
+
+
+def _softmax_input(op: Operation) -> SSAValue | None:
+    """The input of a softmax: graph.softmax, or legalize's decomposition of it
+    (``e = exp(x - reduce_max(x)); e / reduce_sum(e)``, the same axes); else None."""
+    if isinstance(op, g.SoftmaxOp):
+        return op.x
+    if not (isinstance(op, g.DivOp) and isinstance(op.lhs.owner, g.ExpOp)
+            and isinstance(op.rhs.owner, g.ReduceSumOp) and op.rhs.owner.x is op.lhs):
+        return None
+    sub = op.lhs.owner.x.owner
+    if not (isinstance(sub, g.SubOp) and isinstance(sub.rhs.owner, g.ReduceMaxOp) and sub.rhs.owner.x is sub.lhs):
+        return None
+    total, peak = op.rhs.owner, sub.rhs.owner
+    if list(total.axes or []) != list(peak.axes or []) or not total.keepdims or not peak.keepdims:
+        return None
+    return sub.lhs
 
 
 def _et(array: np.ndarray):
@@ -446,8 +487,9 @@ class FoldQdqPass(ModulePass):
                     folder.fold(op)
             _remove_dead(block)
             for op in block.ops:
-                if (isinstance(op, _REPORTED) or op in folder.reasons) and any(
-                        isinstance(v.owner, g.DequantizeOp) for v in op.operands):
+                dq_in = any(isinstance(v.owner, g.DequantizeOp) for v in op.operands) or isinstance(
+                    getattr(_softmax_input(op), "owner", None), g.DequantizeOp)
+                if (isinstance(op, _REPORTED) or op in folder.reasons) and dq_in:
                     why = folder.reasons.get(op, "its output has no graph.quantize (QuantizeLinear)")
                     folder.notes.append(f"fold-qdq: {_label(op)} stays float: {why}")
         for name in (names_before | folder.created) - _weight_names(module):

@@ -17,10 +17,9 @@ parallel, the inner one vectorized). What keeps the elementwise ones fast there:
 qadd/qmul of unbroadcast operands and quantize/dequantize/requantize (per tensor, or per
 channel on axis 0 or 1) loop over ``[N*C, H*W]`` views (an 8-bit NCHW row of
 56 is one 32-lane vector plus a 24-element scalar tail; a 3136-element row has no tail),
-and qadd's two input terms are computed in i32 (``requant.mbqm_shifted``: the operand is
-8-bit, so the i64 product of srdhm splits into two i32 ones), leaving one i64 rescale per
-element. (A 256-entry table per input was tried: LLVM will not emit gathers for this
-host, and the scalar table loop was no faster.)
+and qadd is two i64 products and one rounding shift per element (``QAddOp``'s arithmetic).
+(A 256-entry table per input was tried: LLVM will not emit gathers for this host, and
+the scalar table loop was no faster.)
 """
 
 from __future__ import annotations
@@ -29,12 +28,12 @@ from collections.abc import Sequence
 from math import prod
 
 from xdsl.dialects import arith, func, math, memref
-from xdsl.dialects.builtin import f32, i32
+from xdsl.dialects.builtin import f32, i32, i64
 from xdsl.ir import SSAValue
 
 from dlc.dialects.graph import _window_attrs
 from dlc.dialects.graph import requant as nrequant
-from dlc.dialects.graph.quantized import QADD_LEFT_SHIFT, qadd_params, quant_range
+from dlc.dialects.graph.quantized import qadd_params, quant_range
 from dlc.dialects.graph_base import GraphOp, normalize_axis
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels import requant as rq
@@ -307,14 +306,15 @@ def _binary(op: GraphOp, name: str, combine) -> func.FuncOp:
 
 @kernel("graph.qadd")
 def lower_qadd(op: GraphOp, name: str) -> func.FuncOp:
-    (ma, sa), (mb, sb), (my, sy) = qadd_params(op.a_scale[0], op.b_scale[0], op.y_scale[0])
-    shift = QADD_LEFT_SHIFT
+    ma, mb, total = qadd_params(op.a_scale[0], op.b_scale[0], op.y_scale[0])
 
     def combine(kb, av, bv):
-        # |value - zero point| <= 255 for 8-bit operands: the input terms in i32 only
-        xa = rq.mbqm_shifted(kb, av, shift, int(ma), int(sa), 255)
-        xb = rq.mbqm_shifted(kb, bv, shift, int(mb), int(sb), 255)
-        return rq.mbqm(kb, kb.emit(arith.AddiOp(xa, xb)), my, sy)
+        # one rounding: (av * ma + bv * mb + 2**(total-1)) >> total in i64, saturated
+        wide = kb.emit(arith.AddiOp(kb.emit(arith.MuliOp(kb.emit(arith.ExtSIOp(av, i64)), kb.const(ma, i64))),
+                                    kb.emit(arith.MuliOp(kb.emit(arith.ExtSIOp(bv, i64)), kb.const(mb, i64)))))
+        y = kb.emit(arith.ShRSIOp(kb.emit(arith.AddiOp(wide, kb.const(1 << (total - 1), i64))), kb.const(total, i64)))
+        y = kb.emit(arith.MinSIOp(kb.emit(arith.MaxSIOp(y, kb.const(-(1 << 31), i64))), kb.const((1 << 31) - 1, i64)))
+        return kb.emit(arith.TruncIOp(y, i32))
 
     return _binary(op, name, combine)
 

@@ -223,42 +223,21 @@ def _c64(kb: KernelBuilder, v: int) -> SSAValue:
 
 
 def requantize(kb: KernelBuilder, x: SSAValue, mult: SSAValue, lshift: SSAValue, rshift: SSAValue) -> SSAValue:
-    """TFLite MultiplyByQuantizedMultiplier(x, mult, shift) on i32 (lshift = max(shift, 0),
-    rshift = max(-shift, 0)): RoundingDivideByPOT(SRDHM(x << lshift, mult), rshift)."""
-    e = kb.emit
-    x = e(arith.ShLIOp(x, lshift))
-    # SaturatingRoundingDoublingHighMul: (x * mult + nudge) / 2^31, truncating; the one
-    # overflow (INT32_MIN * INT32_MIN) saturates
-    prod = e(arith.MuliOp(e(arith.ExtSIOp(x, i64)), e(arith.ExtSIOp(mult, i64))))
-    nonneg = e(arith.CmpiOp(prod, _c64(kb, 0), "sge"))
-    nudge = e(arith.SelectOp(nonneg, _c64(kb, 1 << 30), _c64(kb, 1 - (1 << 30))))
-    high = e(arith.TruncIOp(e(arith.DivSIOp(e(arith.AddiOp(prod, nudge)), _c64(kb, 1 << 31))), i32))
-    int_min = _c32(kb, -(1 << 31))
-    overflow = e(arith.AndIOp(e(arith.CmpiOp(x, int_min, "eq")), e(arith.CmpiOp(mult, int_min, "eq"))))
-    high = e(arith.SelectOp(overflow, _c32(kb, (1 << 31) - 1), high))
-    # RoundingDivideByPOT: arithmetic shift, rounding half away from zero
-    mask = e(arith.SubiOp(e(arith.ShLIOp(_c32(kb, 1), rshift)), _c32(kb, 1)))
-    remainder = e(arith.AndIOp(high, mask))
-    negative = e(arith.ExtUIOp(e(arith.CmpiOp(high, _c32(kb, 0), "slt")), i32))
-    threshold = e(arith.AddiOp(e(arith.ShRSIOp(mask, _c32(kb, 1))), negative))
-    up = e(arith.ExtUIOp(e(arith.CmpiOp(remainder, threshold, "sgt")), i32))
-    return e(arith.AddiOp(e(arith.ShRSIOp(high, rshift)), up))
+    """TFLite's single-rounding MultiplyByQuantizedMultiplier(x, mult, shift) on i32
+    (lshift = max(shift, 0), rshift = max(-shift, 0)): ``(x * mult + 2**(t-1)) >> t``
+    in i64, ``t = 31 - lshift + rshift``, saturated to i32 (``kernels/requant.py``)."""
+    from dlc.lowering.kernels.requant import single_rounding
+
+    total = kb.emit(arith.AddiOp(kb.emit(arith.SubiOp(_c32(kb, 31), lshift)), rshift))
+    return single_rounding(kb, x, mult, total)
 
 
 def requantize_reference(x: np.ndarray, mult: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """numpy twin of :func:`requantize` (i32 in, i32 out), for tests."""
-    x = x.astype(np.int64)
-    lshift, rshift = np.maximum(shift, 0), np.maximum(-shift, 0)
-    x = _wrap_i32(x << lshift).astype(np.int64)
-    prod = x * mult.astype(np.int64)
-    nudge = np.where(prod >= 0, 1 << 30, 1 - (1 << 30))
-    total = prod + nudge
-    high = np.where(total >= 0, total // (1 << 31), -((-total) // (1 << 31)))
-    high = np.where((x == -(1 << 31)) & (mult == -(1 << 31)), (1 << 31) - 1, high)
-    mask = (1 << rshift) - 1
-    remainder = high & mask
-    threshold = (mask >> 1) + (high < 0)
-    return ((high >> rshift) + (remainder > threshold)).astype(np.int32)
+    lshift, rshift = np.maximum(shift, 0).astype(np.int64), np.maximum(-shift, 0).astype(np.int64)
+    total = 31 - lshift + rshift
+    y = (x.astype(np.int64) * mult.astype(np.int64) + (np.int64(1) << (total - 1))) >> total
+    return np.clip(y, -(1 << 31), (1 << 31) - 1).astype(np.int32)
 
 
 # -- the activation panels of the op adapters --------------------------------------------

@@ -1,6 +1,6 @@
 """Fixed-point requantization in loop IR: the emitter twin of
-``dlc.dialects.graph.requant`` (TFLite ``MultiplyByQuantizedMultiplier``), integer
-ops only, bit-identical to it.
+``dlc.dialects.graph.requant`` (TFLite's single-rounding ``MultiplyByQuantizedMultiplier``),
+integer ops only, bit-identical to it.
 
 ``mbqm(kb, acc, m, shift)``: ``acc`` an i32 value, ``m`` / ``shift`` i32 values or
 Python ints (per-channel ones are loaded from a :func:`table`). ``requantize``
@@ -72,38 +72,23 @@ def rounding_divide_by_pot(kb: KernelBuilder, x: SSAValue, exponent: Value) -> S
 
 
 def mbqm(kb: KernelBuilder, acc: SSAValue, m: Value, shift: Value) -> SSAValue:
-    """TFLite MultiplyByQuantizedMultiplier(acc, m, shift) on i32 (the left shift wraps)."""
-    if isinstance(shift, int):
-        left, right = max(shift, 0), max(-shift, 0)
+    """TFLite's single-rounding MultiplyByQuantizedMultiplier(acc, m, shift) on i32:
+    ``(acc * m + 2**(t-1)) >> t`` in i64 with ``t = 31 - shift``, saturated to i32."""
+    total = 31 - shift if isinstance(shift, int) else kb.emit(arith.SubiOp(kb.const(31, i32), shift))
+    return single_rounding(kb, acc, m, total)
+
+
+def single_rounding(kb: KernelBuilder, acc: SSAValue, m: Value, total: Value) -> SSAValue:
+    """``sat_i32((acc * m + 2**(total-1)) >> total)``: i32 ``acc``, ``m``, ``total`` (1..62)."""
+    wide = kb.emit(arith.MuliOp(kb.emit(arith.ExtSIOp(acc, i64)), kb.emit(arith.ExtSIOp(_v(kb, m), i64))))
+    if isinstance(total, int):
+        t, half = kb.const(total, i64), kb.const(1 << (total - 1), i64)
     else:
-        zero = kb.const(0, i32)
-        left = kb.emit(arith.MaxSIOp(shift, zero))
-        right = kb.emit(arith.MaxSIOp(kb.emit(arith.SubiOp(zero, shift)), zero))
-    if not (isinstance(left, int) and left == 0):
-        acc = kb.emit(arith.ShLIOp(acc, _v(kb, left)))
-    return rounding_divide_by_pot(kb, srdhm(kb, acc, m), right)
-
-
-def mbqm_shifted(kb: KernelBuilder, v: SSAValue, left: int, m: int, shift: int, bound: int) -> SSAValue:
-    """``mbqm(v << left, m, shift)`` for an i32 ``v`` with ``|v| <= bound`` and constant
-    ``m``, ``shift`` (TFLite ADD's input terms), without the i64 product where it can:
-    with ``L = left + max(shift, 0)`` and ``k = 31 - L``, ``m = mh * 2**k + ml`` and
-    ``w = |v|``, ``srdhm(v * 2**L, m) = sign(v) * (w * mh + ((w * ml + 2**(k-1) - [v < 0]) >> k))``
-    exactly (the nudge and the truncating division of srdhm, multiplied out), every term
-    in i32 when ``bound < 2**k`` and ``k <= 15``. Else the plain i64 path."""
-    total = left + max(shift, 0)
-    k = 31 - total
-    if not (1 <= k <= 15 and bound < (1 << k)):
-        shifted = kb.emit(arith.ShLIOp(v, kb.const(left, i32))) if left else v
-        return mbqm(kb, shifted, m, shift)
-    zero = kb.const(0, i32)
-    negative = kb.emit(arith.CmpiOp(v, zero, "slt"))
-    w = kb.select(negative, kb.emit(arith.SubiOp(zero, v)), v)
-    high = kb.emit(arith.MuliOp(w, kb.const(m >> k, i32)))
-    low = kb.emit(arith.MuliOp(w, kb.const(m & ((1 << k) - 1), i32)))
-    nudge = kb.emit(arith.SubiOp(kb.const(1 << (k - 1), i32), kb.emit(arith.ExtUIOp(negative, i32))))
-    q = kb.emit(arith.AddiOp(high, kb.emit(arith.ShRSIOp(kb.emit(arith.AddiOp(low, nudge)), kb.const(k, i32)))))
-    return rounding_divide_by_pot(kb, kb.select(negative, kb.emit(arith.SubiOp(zero, q)), q), max(-shift, 0))
+        t = kb.emit(arith.ExtSIOp(total, i64))
+        half = kb.emit(arith.ShLIOp(kb.const(1, i64), kb.emit(arith.SubiOp(t, kb.const(1, i64)))))
+    y = kb.emit(arith.ShRSIOp(kb.emit(arith.AddiOp(wide, half)), t))
+    y = kb.emit(arith.MinSIOp(kb.emit(arith.MaxSIOp(y, kb.const(-(1 << 31), i64))), kb.const((1 << 31) - 1, i64)))
+    return kb.emit(arith.TruncIOp(y, i32))
 
 
 def requantize(kb: KernelBuilder, acc: SSAValue, m: Value, shift: Value, zero_point: Value,

@@ -1,7 +1,7 @@
 """graph.qadd / graph.qmul kernels on their fast paths (lowering/kernels/quantized.py):
-the [N*C, H*W] view of unbroadcast operands and qadd's i32-only input terms
-(requant.mbqm_shifted), checked on every pair of 8-bit values against the ops' numpy
-references (bit for bit)."""
+the [N*C, H*W] view of unbroadcast operands and qadd's single-rounding i64 sum, checked
+on every pair of 8-bit values against the ops' numpy references (bit for bit), and
+qadd's reference against onnxruntime's float formula."""
 
 from __future__ import annotations
 
@@ -26,7 +26,6 @@ def _all_pairs(dtype):
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8])
 @pytest.mark.parametrize("scales", [
     (0.031, 0.047, 0.029), (0.2, 0.0013, 0.05), (0.01, 0.01, 0.5), (1e-4, 3e-3, 1e-5),
-    # a's term has a tie of srdhm at v = -112 (the emitter test below checks it exactly)
     (0.013321572914719582, 0.07362545281648636, 0.029)])
 def test_qadd_every_pair(dtype, scales):
     a, b = _all_pairs(dtype)
@@ -39,33 +38,29 @@ def test_qadd_every_pair(dtype, scales):
           y_scale=[sy], y_zero_point=[zp[2]], out_min=zp[2])
 
 
+@pytest.mark.parametrize("scales", [(0.022823575884103775, 0.0004900117055512965, 0.01110050082206726),
+                                    (0.031, 0.047, 0.029), (1e-4, 3e-3, 1e-5)])
+def test_qadd_rounds_once_like_onnxruntime(scales):
+    """QLinearAdd's float form, ``round_half_even(a' * sa/sy + b' * sb/sy)`` (f64 here):
+    equal on every pair of 8-bit values away from a tie (|frac - 0.5| > 1e-6)."""
+    a, b = _all_pairs(np.uint8)
+    sa, sb, sy = (float(np.float32(v)) for v in scales)
+    op_attrs = dict(a_scale=[sa], a_zero_point=[131], b_scale=[sb], b_zero_point=[127], y_scale=[sy],
+                    y_zero_point=[0])
+    exact = (a.astype(np.float64) - 131) * (sa / sy) + (b.astype(np.float64) - 127) * (sb / sy)
+    want = np.clip(np.rint(exact), 0, 255)
+    from test_quantized_ops import module_of
+
+    _module, op = module_of(g.QAddOp, [a, b], op_attrs)
+    got = op.reference(a, b)[0].astype(np.float64)
+    clear = np.abs(exact - np.floor(exact) - 0.5) > 1e-6
+    np.testing.assert_array_equal(got[clear], want[clear])
+
+
 def test_qmul_every_pair():
     a, b = _all_pairs(np.uint8)
     check(g.QMulOp, [a, b], a_scale=[0.02], a_zero_point=[128], b_scale=[0.03], b_zero_point=[7],
           y_scale=[0.4], y_zero_point=[10])
-
-
-@pytest.mark.parametrize("m, shift", [(1554237504, -3), (1595064504, -1), (1 << 30, -1), ((1 << 31) - 1, -6),
-                                      (1073742848, -2), (1234567890, 0), (1234567890, 3)])
-def test_mbqm_shifted_equals_mbqm_of_the_shifted_value(m, shift):
-    """The emitter itself, on every |v| <= 255, in the loop-IR executor: srdhm's ties of
-    negative values (m = 1554237504: 112 * m % 2**11 == 2**10) differ from the plain
-    path by 1 before the rounding division, too little for a qadd output to show."""
-    from xdsl.dialects.builtin import ModuleOp, TensorType, i32
-
-    from dlc.lowering.kernels import requant as rq
-    from dlc.lowering.kernels.builder import KernelBuilder
-    from tloop_exec import run_kernel
-
-    v = np.arange(-255, 256, dtype=np.int32)
-    t = TensorType(i32, [v.size])
-    kb = KernelBuilder("k", [t], [t], "test", ["v", "out"])
-    with kb.loop("i", v.size) as i:
-        kb.store(rq.mbqm_shifted(kb, kb.load(kb.inputs[0], [i]), 20, m, shift, 255), kb.outputs[0], [i])
-    got = run_kernel(ModuleOp([kb.finish()]), "k", [v, np.zeros_like(v)])[1]
-    want = requant.wrap_i32(requant.multiply_by_quantized_multiplier(requant.wrap_i32(v.astype(np.int64) << 20),
-                                                                     m, shift))
-    np.testing.assert_array_equal(got, want)
 
 
 @pytest.mark.parametrize("dtype", ["ui8", "i8"])

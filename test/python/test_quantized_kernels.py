@@ -172,9 +172,53 @@ def test_depthwise_qconv2d_equals_reference(shape, stride, pad, signed):
     constants = [s8(c, 1, 3, 3), RNG.integers(-300, 300, c).astype(np.int32)]
     module, op = module_of(g.QConv2DOp, x, constants, attrs)
     kernels = _kernels(module.clone())
-    assert any(o.name == "memref.alloca" and o.memref.name_hint == "xp" for o in kernels[0].walk())
+    assert any(o.name == "memref.alloca" and o.memref.name_hint == "band" for o in kernels[0].walk())
     got = compile(module)(x)[0]
     np.testing.assert_array_equal(got, op.reference(x, *constants)[0])
+
+
+def _depthwise_numpy(x, w, bias, xz, wz, real, yz, lo, hi, stride, pad):
+    """An independent integer reference: the i32 sums by explicit loops over the taps,
+    then TFLite's single-rounding requantization (Python ints)."""
+    n, c, h, wd = x.shape
+    kh, kw = w.shape[2:]
+    xp = np.zeros((n, c, h + 2 * pad, wd + 2 * pad), np.int64)
+    xp[:, :, pad:pad + h, pad:pad + wd] = x.astype(np.int64) - xz
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    acc = np.zeros((n, c, oh, ow), np.int64) + bias.reshape(1, c, 1, 1)
+    for i in range(kh):
+        for j in range(kw):
+            acc += xp[:, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride] * \
+                (w[:, 0, i, j].astype(np.int64) - wz).reshape(1, c, 1, 1)
+    out = np.empty_like(acc)
+    for ch in range(c):
+        m, shift = requant.quantize_multiplier(float(real[ch]))
+        t = 31 - shift
+        out[:, ch] = (acc[:, ch] * m + (1 << (t - 1))) >> t
+    return np.clip(out + yz, lo, hi)
+
+
+@pytest.mark.parametrize("c,hw,stride,signed", [
+    (1, 1, 1, False), (3, 5, 2, True), (17, 9, 1, False), (35, 5, 1, True), (17, 1, 2, False),
+    (35, 9, 2, False), (1, 9, 2, True), (3, 5, 1, False)])
+def test_depthwise_lanes_odd_shapes(c, hw, stride, signed):
+    """The 16-channel lane kernel on channel counts below, at and past a lane block (1, 3,
+    17, 35: masked lanes), planes of 1, 5 and 9, strides 1 and 2, per-channel scales,
+    activation zero points: equal to an integer numpy reference, exactly."""
+    x = s8(2 if c == 3 else 1, c, hw, hw) if signed else u8(1, c, hw, hw)
+    xz = -7 if signed else 131
+    ws = RNG.uniform(0.004, 0.05, c)
+    w, bias = s8(c, 1, 3, 3), RNG.integers(-2000, 2000, c).astype(np.int32)
+    attrs = dict(x_scale=[0.04], x_zero_point=[xz], w_scale=list(ws), y_scale=[0.03], y_zero_point=[-3 if signed else 9],
+                 groups=c, strides=[stride, stride], padding=[1] * 4)
+    module, op = module_of(g.QConv2DOp, x, [w, bias], attrs)
+    lo, hi = op.out_range()
+    real = np.float64(np.float32(0.04)) * np.asarray(np.float32(ws), np.float64) / np.float64(np.float32(0.03))
+    want = _depthwise_numpy(x, w, bias, xz, 0, op.multipliers(), attrs["y_zero_point"][0], lo, hi, stride, 1)
+    np.testing.assert_allclose(op.multipliers(), real, rtol=1e-6)
+    np.testing.assert_array_equal(op.reference(x, w, bias)[0], want)
+    got = compile(module)(x)[0]
+    np.testing.assert_array_equal(got.astype(np.int64), want)
 
 
 def test_requantize_twin_matches_the_ops_fixed_point():

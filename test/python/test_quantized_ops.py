@@ -50,20 +50,11 @@ def s8(*shape):
 
 # -- the fixed point against TFLite's C code, with Python ints ---------------------------
 
-def _c_srdhm(a: int, b: int) -> int:
-    if a == b == -(1 << 31):
-        return (1 << 31) - 1
-    ab = a * b
-    nudge = (1 << 30) if ab >= 0 else 1 - (1 << 30)
-    return int((ab + nudge) / (1 << 31)) if abs(ab + nudge) < (1 << 52) else \
-        (abs(ab + nudge) >> 31) * (1 if ab + nudge >= 0 else -1)
-
-
-def _c_rdbpot(x: int, e: int) -> int:
-    mask = (1 << e) - 1
-    remainder = x & mask
-    threshold = (mask >> 1) + (1 if x < 0 else 0)
-    return (x >> e) + (1 if remainder > threshold else 0)
+def _c_single_rounding(x: int, m: int, shift: int) -> int:
+    """TFLite's MultiplyByQuantizedMultiplier under TFLITE_SINGLE_ROUNDING, on Python ints."""
+    total = 31 - shift
+    result = (x * m + (1 << (total - 1))) >> total
+    return min(max(result, -(1 << 31)), (1 << 31) - 1)
 
 
 def test_fixed_point_matches_tflite_arithmetic():
@@ -74,8 +65,19 @@ def test_fixed_point_matches_tflite_arithmetic():
         accs = RNG.integers(-(1 << 20), 1 << 20, 200).tolist() + [0, 1, -1, 3, -3, 1 << 24]
         got = requant.multiply_by_quantized_multiplier(np.array(accs), m, shift)
         for acc, y in zip(accs, got):
-            left, right = max(shift, 0), max(-shift, 0)
-            assert y == _c_rdbpot(_c_srdhm(acc * (1 << left), m), right), (real, acc)
+            assert y == _c_single_rounding(acc, m, shift), (real, acc)
+
+
+def test_fixed_point_rounds_once():
+    """A value just below a half rounds down (gemmlowp's double rounding gave -56 here:
+    the first rounding makes it -55.5, the second rounds that away from zero)."""
+    real = 0.0007875197226862168  # acc * real = -55.4997 (a BERT-style layer's)
+    acc = -70474
+    m, shift = requant.quantize_multiplier(real)
+    exact = acc * real
+    assert -55.5 < exact < -55.4996
+    assert int(requant.multiply_by_quantized_multiplier(np.array([acc]), m, shift)[0]) == -55
+    assert int(requant.rounding_divide_by_pot(requant.srdhm(acc, m), -shift)) == -56
 
 
 def test_quantize_multiplier_rejects_bad_scales():
