@@ -66,7 +66,7 @@ def test_splat_weight_gemm_runs_right(small_fold_limit, m, k, n):
     np.testing.assert_allclose(compiled(x)[0], expected, rtol=1e-5, atol=1e-5)
 
 
-def test_constant_of_shape_past_its_own_limit_is_filled_at_run_time(monkeypatch):
+def test_constant_of_shape_past_its_own_limit_is_filled_at_run_time(small_fold_limit, monkeypatch):
     """Above CONSTANT_OF_SHAPE_LIMIT nothing is held at compile time (the limit, not the
     fold limit, decides)."""
     monkeypatch.setattr(ops_shape, "CONSTANT_OF_SHAPE_LIMIT", 100)
