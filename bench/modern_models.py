@@ -2,6 +2,8 @@
 
     python -m dlc.bench.modern_models [--models bert,gpt] [--threads 2,1] [--rounds 5] [--block 3]
                                       [--quick] [--profile] [--cache DIR] [--baseline DIR]
+    python -m dlc.bench.modern_models --light [--models light:vgg19,...]   # the nine light models
+    python -m dlc.bench.modern_models --models light:resnet50,onnx:examples/small_cnn.onnx,bert
 
 Models (``bench/modern_zoo.py``, torch.nn with seeded random weights, exported
 with ``torch.onnx.export(dynamo=False, opset 17)``): a BERT-base-width encoder,
@@ -23,6 +25,14 @@ per-kernel table (at the first thread count) after the model's rows.
 commit's ``git archive`` under ``DIR/dlc``) adds a third engine in the same
 alternating rounds: the table then shows its time and dlc / baseline, a
 before/after measurement from one run.
+
+ONNX files run in the same harness: ``light:NAME`` is onnx's
+``backend/test/data/light/light_NAME.onnx`` (``--light`` selects all nine:
+AlexNet, DenseNet-121, Inception v1/v2, ResNet-50, ShuffleNet, SqueezeNet, VGG-19,
+ZFNet-512, each at its one shipped size, weights as shipped), ``onnx:PATH`` any
+ONNX file with static input shapes; their inputs are seeded standard-normal
+arrays (``--quick`` changes nothing for them but the rounds). The table closes
+with a geomean per group (modern, light, onnx) and thread count.
 """
 
 from __future__ import annotations
@@ -143,15 +153,81 @@ def compare(ours: list, theirs: list) -> tuple[float, float]:
     return worst_abs, worst_rel
 
 
-def bench_model(name: str, args, cache: str) -> list[dict]:
-    from dlc.bench.modern_zoo import export
+LIGHT_DIR = os.path.join(os.path.dirname(__import__("onnx").__file__), "backend", "test", "data", "light")
+LIGHT_MODELS = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50", "shufflenet",
+                "squeezenet", "vgg19", "zfnet512"]
+GROUPS = ("modern", "light", "onnx")
 
-    size = "quick" if args.quick else "full"
-    path = os.path.join(cache, f"{name}_{size}.onnx")
-    inputs_path = os.path.join(cache, f"{name}_{size}_inputs.npz")
-    if not (os.path.exists(path) and os.path.exists(inputs_path)):
-        inputs = export(name, path, size)
-        np.savez(inputs_path, **{f"arg{i}": x for i, x in enumerate(inputs)})
+
+def group_of(name: str) -> str:
+    """``modern`` (bench/modern_zoo.py), ``light`` (``light:NAME``) or ``onnx`` (``onnx:PATH``)."""
+    return name.split(":", 1)[0] if ":" in name else "modern"
+
+
+def label(name: str) -> str:
+    """The table's name of a model: ``onnx:PATH`` shows the file's stem."""
+    if group_of(name) == "onnx":
+        return "onnx:" + os.path.basename(name.split(":", 1)[1]).removesuffix(".onnx")
+    return name
+
+
+def onnx_path(name: str) -> str:
+    """The file of a ``light:`` or ``onnx:`` model name."""
+    kind, rest = name.split(":", 1)
+    return os.path.join(LIGHT_DIR, f"light_{rest}.onnx") if kind == "light" else os.path.abspath(rest)
+
+
+def random_inputs(path: str, seed: int = 0) -> list[np.ndarray]:
+    """Seeded standard-normal inputs for the graph inputs of ``path`` that are not initializers
+    (integer inputs: zeros); a dim that is not a fixed size is an error naming it."""
+    import onnx
+    from onnx import helper
+
+    model = onnx.load(path, load_external_data=False)
+    known = {t.name for t in model.graph.initializer}
+    rng = np.random.default_rng(seed)
+    inputs = []
+    for value in model.graph.input:
+        if value.name in known:
+            continue
+        tensor = value.type.tensor_type
+        shape = []
+        for dim in tensor.shape.dim:
+            if not dim.HasField("dim_value"):
+                raise ValueError(f"{os.path.basename(path)}: input '{value.name}' has a dim "
+                                 f"'{dim.dim_param or '?'}' that is not a fixed size")
+            shape.append(dim.dim_value)
+        dtype = helper.tensor_dtype_to_np_dtype(tensor.elem_type)
+        inputs.append(rng.standard_normal(shape).astype(dtype) if np.issubdtype(dtype, np.floating)
+                      else np.zeros(shape, dtype))
+    return inputs
+
+
+def model_files(name: str, args, cache: str) -> tuple[str, str]:
+    """(onnx path, inputs .npz path) of model ``name``, exported / drawn into ``cache`` once."""
+    if group_of(name) == "modern":
+        from dlc.bench.modern_zoo import export
+
+        size = "quick" if args.quick else "full"
+        path = os.path.join(cache, f"{name}_{size}.onnx")
+        inputs_path = os.path.join(cache, f"{name}_{size}_inputs.npz")
+        if not (os.path.exists(path) and os.path.exists(inputs_path)):
+            inputs = export(name, path, size)
+            np.savez(inputs_path, **{f"arg{i}": x for i, x in enumerate(inputs)})
+        return path, inputs_path
+    path = onnx_path(name)
+    stem = name.replace(":", "_").replace(os.sep, "_")
+    inputs_path = os.path.join(cache, f"{stem}_inputs.npz")
+    if not os.path.exists(inputs_path):
+        np.savez(inputs_path, **{f"arg{i}": x for i, x in enumerate(random_inputs(path))})
+    return path, inputs_path
+
+
+def bench_model(name: str, args, cache: str) -> list[dict]:
+    try:
+        path, inputs_path = model_files(name, args, cache)
+    except (OSError, ValueError) as err:
+        return [{"model": name, "threads": t, "error": f"{type(err).__name__}: {err}"} for t in args.threads]
     ort_engine = Engine("ort", path, inputs_path)
     dlc_engine = Engine("dlc", path, inputs_path, args.profile)
     engines = [("dlc", dlc_engine), ("ort", ort_engine)]
@@ -196,35 +272,40 @@ def print_table(rows: list[dict], quick: bool) -> None:
     print("\n(ratio = dlc time / onnxruntime time, lower is better; spread = (max-min)/median of the"
           " round medians; rel err = max|dlc-ort| / max|ort|)" + ("  [--quick: tiny sizes, not a measurement]"
                                                                     if quick else ""))
-    header = (f"{'model':<13}{'thr':>4}{'compile s':>10}{'dlc ms':>10}{'spread':>8}{'ort ms':>10}{'spread':>8}"
+    header = (f"{'model':<20}{'thr':>4}{'compile s':>10}{'dlc ms':>10}{'spread':>8}{'ort ms':>10}{'spread':>8}"
               f"{'ratio':>7}{'max abs err':>13}{'rel err':>9}  match")
     print(header)
     print("-" * len(header))
     for threads in sorted({r["threads"] for r in rows}, reverse=True):
-        ratios, vs_base = [], []
+        ratios, vs_base = {g: [] for g in GROUPS}, {g: [] for g in GROUPS}
         for r in (r for r in rows if r["threads"] == threads):
             if "error" in r:
-                print(f"{r['model']:<13}{threads:>4}  {r['error']}")
+                print(f"{label(r['model']):<20}{threads:>4}  {r['error']}")
                 continue
-            ratios.append(r["ratio"])
+            ratios[group_of(r["model"])].append(r["ratio"])
             if "vs_base" in r:
-                vs_base.append(r["vs_base"])
+                vs_base[group_of(r["model"])].append(r["vs_base"])
             match = "ok" if r["rel_err"] <= ERR_LIMIT else "MISMATCH"
             base = (f"  base {r['base_ms']:.2f} ms ({r['base_spread']:.0%}), dlc/base {r['vs_base']:.2f}"
                     if "base_ms" in r else "")
-            print(f"{r['model']:<13}{threads:>4}{r['compile_s']:>10.1f}{r['dlc_ms']:>10.2f}{r['dlc_spread']:>7.0%} "
+            print(f"{label(r['model']):<20}{threads:>4}{r['compile_s']:>10.1f}{r['dlc_ms']:>10.2f}{r['dlc_spread']:>7.0%} "
                   f"{r['ort_ms']:>10.2f}{r['ort_spread']:>7.0%} {r['ratio']:>7.2f}{r['abs_err']:>13.2e}"
                   f"{r['rel_err']:>9.1e}  {match}{base}")
-        if ratios:
-            print(f"{'geomean':<13}{threads:>4}{'':>46}{geomean(ratios):>7.2f}"
-                  + (f"{'':>38}dlc/base {geomean(vs_base):.2f}" if vs_base else ""))
+        for group in GROUPS:
+            if ratios[group]:
+                title = f"geomean {group} ({len(ratios[group])})"
+                print(f"{title:<20}{threads:>4}{'':>46}{geomean(ratios[group]):>7.2f}"
+                      + (f"{'':>38}dlc/base {geomean(vs_base[group]):.2f}" if vs_base[group] else ""))
 
 
 def parse_args(argv):
     from dlc.bench.modern_zoo import MODELS
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(MODELS), help=f"comma-separated, of {', '.join(MODELS)}")
+    parser.add_argument("--models", default=None,
+                        help=f"comma-separated, of {', '.join(MODELS)} (the default), light:NAME "
+                             f"(NAME of {', '.join(LIGHT_MODELS)}) and onnx:PATH")
+    parser.add_argument("--light", action="store_true", help="the nine light models (with --models: added)")
     parser.add_argument("--threads", default="2,1", help="comma-separated thread counts")
     parser.add_argument("--rounds", type=int, default=None, help="alternating rounds (default 5; --quick 2)")
     parser.add_argument("--block", type=int, default=3, help="timed calls per round")
@@ -235,10 +316,21 @@ def parse_args(argv):
                         help="also time the dlc package under DIR/dlc (before/after in one run)")
     parser.add_argument("--cache", default=None, help="directory for the exported .onnx (default: a temp dir)")
     args = parser.parse_args(argv)
-    args.models = [m.strip() for m in args.models.split(",") if m.strip()]
-    unknown = [m for m in args.models if m not in MODELS]
-    if unknown:
-        parser.error(f"unknown model {unknown[0]!r}; known: {', '.join(MODELS)}")
+    if args.models is None:
+        args.models = [] if args.light else list(MODELS)
+    else:
+        args.models = [m.strip() for m in args.models.split(",") if m.strip()]
+    if args.light:
+        args.models += [f"light:{m}" for m in LIGHT_MODELS if f"light:{m}" not in args.models]
+    for m in args.models:
+        group = group_of(m)
+        known = group == "onnx" or (m in MODELS if group == "modern" else
+                                    group == "light" and m.split(":", 1)[1] in LIGHT_MODELS)
+        if not known:
+            parser.error(f"unknown model {m!r}; known: {', '.join(MODELS)}, "
+                         f"light:NAME for NAME of {', '.join(LIGHT_MODELS)}, onnx:PATH")
+        if group == "onnx" and not os.path.isfile(onnx_path(m)):
+            parser.error(f"{m!r}: no such file {onnx_path(m)}")
     args.threads = [int(t) for t in args.threads.split(",")]
     if any(t < 1 for t in args.threads):
         parser.error("--threads: counts must be >= 1")

@@ -64,6 +64,13 @@ from dlc.frontends.onnx.errors import NeedsConstantError, OnnxImportError
 from dlc.weights import WeightStore
 # Constant subgraphs are folded at import unless a result exceeds this size.
 FOLD_ELEMENT_LIMIT = 1 << 26
+# A ConstantOfShape is a weight the file does not store: it is held at compile time
+# (then bound once, like an initializer of that size) up to this many elements, and
+# only above it filled at run time. 2**28 f32 is 1 GiB, more than any layer of the
+# CNNs that build their weights this way (VGG-19's fc6: 102.8M elements); filling it
+# per call instead cost a 400 MB write, and transB Gemms a 400 MB transpose, per
+# inference (light_vgg19: 66% of the run in that transpose).
+CONSTANT_OF_SHAPE_LIMIT = 1 << 28
 
 
 @dataclass(eq=False)

@@ -14,14 +14,40 @@ import numpy as np
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import element_type_of, numpy_dtype
 from dlc.frontends.onnx.errors import OnnxImportError
-from dlc.frontends.onnx.importer import FOLD_ELEMENT_LIMIT, ImportContext, Node, Tensor, graph_element_type
+from dlc.frontends.onnx.importer import (
+    CONSTANT_OF_SHAPE_LIMIT,
+    FOLD_ELEMENT_LIMIT,
+    ImportContext,
+    Node,
+    Tensor,
+    graph_element_type,
+)
 from dlc.frontends.onnx.registry import converts
+
+
+def splat(x: Tensor) -> np.ndarray | None:
+    """``x``'s one value (0-d) when it is a known splat held as a stride-0 view
+    (``ConstantOfShape``), else None."""
+    c = x.const
+    if c is None or c.ndim == 0 or c.size == 0 or any(st != 0 for st in c.strides):
+        return None
+    return c.reshape(-1)[:1].reshape(())
+
+
+def splat_constant(ctx: ImportContext, value: np.ndarray, shape, name: str = "") -> Tensor:
+    """A known splat of ``shape``: a read-only stride-0 view, no memory held at compile
+    time; a transposed or reshaped splat stays one (``splat``), and it is filled once
+    when it becomes a weight (``materialize``), not per call."""
+    return ctx.constant(np.broadcast_to(value, tuple(int(d) for d in shape)), name=name)
 
 
 def reshape(ctx: ImportContext, x: Tensor, shape) -> Tensor:
     shape = [int(d) for d in shape]
     if list(x.shape) == shape:
         return x
+    value = splat(x)
+    if value is not None and math.prod(shape) == math.prod(x.shape) and min(shape) >= 0:
+        return splat_constant(ctx, value, shape, x.name)
     return ctx.emit(g.ReshapeOp, x, shape=shape)
 
 
@@ -29,6 +55,9 @@ def transpose(ctx: ImportContext, x: Tensor, perm) -> Tensor:
     perm = [int(p) for p in perm]
     if perm == list(range(len(perm))):
         return x
+    value = splat(x)
+    if value is not None and sorted(perm) == list(range(x.rank)):
+        return splat_constant(ctx, value, [x.shape[p] for p in perm], x.name)
     return ctx.emit(g.TransposeOp, x, perm=perm)
 
 
@@ -88,9 +117,9 @@ def convert_constant_of_shape(node: Node, ctx: ImportContext):
     fill = np.zeros(1, dtype=np.float32) if value is None else np.asarray(value).reshape(-1)
     if fill.size != 1:
         raise ctx.error(f"attribute 'value' must hold one element, got {fill.size}")
-    if math.prod(shape) > FOLD_ELEMENT_LIMIT:  # too big to hold at compile time: filled at run time
+    if math.prod(shape) > CONSTANT_OF_SHAPE_LIMIT:  # too big to hold at compile time: filled at run time
         return [ctx.emit(g.BroadcastToOp, ctx.constant(fill.reshape(())), shape=shape)]
-    return [ctx.constant(np.full(shape, fill[0], dtype=fill.dtype), name=node.proto.output[0])]
+    return [splat_constant(ctx, fill[:1].reshape(()), shape, node.proto.output[0])]
 
 
 @converts("Shape")
