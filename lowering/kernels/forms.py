@@ -30,6 +30,7 @@ CONV2D_NCHWC = "conv2d_nchwc"  # kernels/conv_nchwc.py: n ocb oh ow oc / icb kh 
 POOL2D_NCHWC = "pool2d_nchwc"  # kernels/nchwc_ops.py: n cb oh ow / ... c
 MATMUL = "matmul"  # kernels/matmul.py with two matrix operands: b.. m n / k
 QGEMM = "qgemm"  # kernels/quantized_fast.py: integer GEMM, m nb nl / k4 j (+ panel, write-back)
+QCONV2D_NCHWC = "qconv2d_nchwc"  # kernels/quantized_nchwc.py: n ocbo oh owt / icb kh kw ic4 tb t nl j
 
 # the loops each form's schedule addresses by name (the generator's side of the contract)
 FORM_LOOPS: dict[str, tuple[str, ...]] = {
@@ -41,6 +42,7 @@ FORM_LOOPS: dict[str, tuple[str, ...]] = {
     POOL2D_NCHWC: ("n", "cb", "oh", "ow"),
     MATMUL: ("m", "n", "k"),
     QGEMM: ("m", "nb", "nl", "k4", "j", "z_m", "z_n"),
+    QCONV2D_NCHWC: ("n", "ocbo", "oh", "icb", "kh", "kw", "ic4", "tb", "t", "nl", "j"),
 }
 # the buffers (arguments or scratch, by name) each form's schedule addresses; the flat
 # form's accumulator is %outpad or %outflat (its schedule checks which)
@@ -53,6 +55,7 @@ FORM_BUFFERS: dict[str, tuple[str, ...]] = {
     POOL2D_NCHWC: (),
     MATMUL: ("a", "b", "out"),
     QGEMM: ("acc", "ap", "wp"),
+    QCONV2D_NCHWC: ("acc", "wp"),
 }
 FORMS = tuple(FORM_LOOPS)
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import StringAttr
 
-from dlc.lowering.kernels.forms import QGEMM
+from dlc.lowering.kernels.forms import QCONV2D_NCHWC, QGEMM
 from dlc.lowering.schedule.core import Schedule, ScheduleError, loop_name
 from dlc.lowering.schedule.defaults_forms import form_schedule
 from dlc.lowering.to_llvm.int8_dot import DOT_ATTR, has_vnni
@@ -119,3 +119,47 @@ def _conv_write_back(s: Schedule) -> None:
             # (not vectorized: its acc reads are N apart, which the vectorize check refuses)
     except ScheduleError:
         pass  # (the generic default's)
+
+
+@form_schedule(QCONV2D_NCHWC)
+def schedule_qconv2d_nchwc(s: Schedule, target: Target) -> bool:
+    """The blocked int8 conv (kernels/quantized_nchwc.py)::
+
+        parallel for (n, ocbo, oh) fused        rows of output x tiles of output blocks
+          for owt                               T pixels of the row
+            acc = 0                             B x T x 16 i32: unrolled, vectorized
+            for icb, kh, kw, ic4                the reduction
+              for tb, t (unrolled)              B x T accumulators (zmm once promoted)
+                for nl, j                       one vpdpbusd (VNNI target)
+            out = requant(acc)                  unrolled B x T, 16 lanes vectorized
+
+    The tile's indices are constants once tb / t are unrolled, so LLVM keeps ``acc`` in
+    registers. Without VNNI (the Target's features) the nl / j loop is left as written
+    with j expanded: LLVM vectorizes the 16 lanes (``vpmaddwd`` on sign/zero-extended
+    operands; no ``vpmaddubsw``, which saturates: int8_dot.py). A tail tile nest (``_u``)
+    gets the same steps."""
+    names = {loop_name(loop) for loop in s.loops()}
+    with s.atomic():
+        outer = ["n", "ocbo", "oh"]
+        if s.loop("n").trip_count == 1:
+            # batch 1: gone, so the fused loop's indices are one div/rem deep (a third
+            # fused loop's nested div/rem defeats the dependence analysis, as for f32)
+            s.unroll("n", expand=True)
+            outer = outer[1:]
+        par = s.loop(outer[0])
+        for name in outer[1:]:
+            par = s.fuse(par, name, name=f"{loop_name(par)}_{name}")
+        if par.trip_count >= 2:
+            s.parallel(par)
+        for suffix in ("", "_u"):
+            if f"nl{suffix}" not in names:
+                continue
+            for name in ("tb", "t", "z_b", "z_t", "o_b", "o_t"):
+                s.unroll(f"{name}{suffix}")
+            s.vectorize(f"z_l{suffix}")
+            s.vectorize(f"o_l{suffix}")
+            if has_vnni(target):
+                s.loop(f"nl{suffix}").attributes[DOT_ATTR] = StringAttr("vpdpbusd")
+            else:
+                s.unroll(f"j{suffix}", expand=True)
+    return True
