@@ -19,7 +19,7 @@ alter-op-layout with x's zero point: no bounds checks). The ``nl``/``j`` loop is
 form ``lowering/to_llvm/int8_dot.py`` turns into one ``vpdpbusd``: the 4 bytes of input
 channels ``4 ic4 .. 4 ic4 + 3`` of one pixel broadcast, times a 64-byte vector of packed
 s8 weights (16 output channels x those 4 input channels). A row whose width is not a
-multiple of T gets a second tile nest (loops suffixed ``_u``) inside the same ``oh``.
+multiple of T gets a second nest (loops suffixed ``_u``) for its last pixels.
 
 Compile-time constants (weights store): ``wp`` ``[OB, CB, KH, KW, ib/4, 16, 4]`` s8
 (u8 weights shifted by -128 with their zero point; a weight zero point other than 0
@@ -162,12 +162,12 @@ def lower_qconv2d_nchwc(op, name: str) -> func.FuncOp:
     bias = kb.inputs[2] if len(operands) == 3 and bias_value is None else None
     lo, hi = op.out_range()
     zo = int(op.y_zero_point[0])
-    with kb.loops(["n", "ocbo", "oh"], [n, obn // blocks, oh]) as (iv_n, iv_ob, iv_oh):
-        full = ow // cols
-        if full:
-            with kb.loop("owt", full) as iv_t:
-                _tile(kb, plan, buf, bias, (iv_n, iv_ob, iv_oh), kb.imul(iv_t, cols), cols, "", lo, hi, zo)
-        if ow % cols:
+    full = ow // cols
+    with kb.loops(["n", "ocbo", "oh", "owt"], [n, obn // blocks, oh, full]) as (iv_n, iv_ob, iv_oh, iv_t):
+        _tile(kb, plan, buf, bias, (iv_n, iv_ob, iv_oh), kb.imul(iv_t, cols), cols, "", lo, hi, zo)
+    if ow % cols:  # the row's last ow % cols pixels: a nest of its own (its schedule is the
+        # main nest's; one nest holding both would index %out through two loop sets)
+        with kb.loops(["n_u", "ocbo_u", "oh_u"], [n, obn // blocks, oh]) as (iv_n, iv_ob, iv_oh):
             _tile(kb, plan, buf, bias, (iv_n, iv_ob, iv_oh), full * cols, ow % cols, "_u", lo, hi, zo)
     return kb.finish(QCONV2D_NCHWC)
 

@@ -136,21 +136,24 @@ def schedule_qconv2d_nchwc(s: Schedule, target: Target) -> bool:
     The tile's indices are constants once tb / t are unrolled, so LLVM keeps ``acc`` in
     registers. Without VNNI (the Target's features) the nl / j loop is left as written
     with j expanded: LLVM vectorizes the 16 lanes (``vpmaddwd`` on sign/zero-extended
-    operands; no ``vpmaddubsw``, which saturates: int8_dot.py). A tail tile nest (``_u``)
-    gets the same steps."""
+    operands; no ``vpmaddubsw``, which saturates: int8_dot.py). The tail nest (``_u``: the
+    last pixels of rows not a multiple of T) gets the same steps."""
     names = {loop_name(loop) for loop in s.loops()}
     with s.atomic():
-        outer = ["n", "ocbo", "oh"]
-        if s.loop("n").trip_count == 1:
-            # batch 1: gone, so the fused loop's indices are one div/rem deep (a third
-            # fused loop's nested div/rem defeats the dependence analysis, as for f32)
-            s.unroll("n", expand=True)
-            outer = outer[1:]
-        par = s.loop(outer[0])
-        for name in outer[1:]:
-            par = s.fuse(par, name, name=f"{loop_name(par)}_{name}")
-        if par.trip_count >= 2:
-            s.parallel(par)
+        for suffix in ("", "_u"):
+            if f"nl{suffix}" not in names:
+                continue
+            outer = [f"{name}{suffix}" for name in ("n", "ocbo", "oh")]
+            if s.loop(outer[0]).trip_count == 1:
+                # batch 1: gone, so the fused loop's indices are one div/rem deep (a third
+                # fused loop's nested div/rem defeats the dependence analysis, as for f32)
+                s.unroll(outer[0], expand=True)
+                outer = outer[1:]
+            par = s.loop(outer[0])
+            for name in outer[1:]:
+                par = s.fuse(par, name, name=f"{loop_name(par)}_{name}")
+            if par.trip_count >= 2:
+                s.parallel(par)
         for suffix in ("", "_u"):
             if f"nl{suffix}" not in names:
                 continue
