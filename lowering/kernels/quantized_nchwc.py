@@ -12,7 +12,8 @@ addresses the loops by these names)::
       for icb, kh, kw, ic4:                       the reduction, 4 input channels at a time
         for tb, t:  for nl, j:                    acc[tb, t, nl] += zext(x[n, icb, ih, iw, 4 ic4 + j])
                                                       * sext(wp[B ocbo + tb, icb, kh, kw, ic4, nl, j])
-      o_b, o_t, o_l:  out[n, B ocbo + o_b, oh, T owt + o_t, o_l] = clamp(zo + requant(acc + bias'))
+      c_b, c_t, c_l:  accm = acc                  (acc: unrolled indices only, so registers)
+      o_b, o_t, o_l:  out[n, B ocbo + o_b, oh, T owt + o_t, o_l] = clamp(zo + requant(accm + bias'))
 
 with ``ih = oh*sh + kh*dh`` and ``iw = (T owt + t)*sw + kw*dw`` (the input is padded by
 alter-op-layout with x's zero point: no bounds checks). The ``nl``/``j`` loop is the
@@ -194,10 +195,16 @@ def _tile(kb: KernelBuilder, plan: QConvNCHWcPlan, buf, bias, outer, ow0, cols: 
         wv = kb.emit(arith.ExtSIOp(kb.load(buf["wp"], [ob, icb, ikh, ikw, ic4, nl, j]), i32))
         total = kb.emit(arith.AddiOp(kb.load(acc, [tb, t, nl]), kb.emit(arith.MuliOp(a, wv))))
         kb.store(total, acc, [tb, t, nl])
+    # the finished sums to a second scratch: acc is only ever indexed by unrolled loops (its
+    # elements stay in registers), accm is what the vectorized write-back reads
+    accm = kb.emit(memref.AllocaOp.get(i32, shape=[blocks, cols, LANES]))
+    accm.name_hint = "accm"
+    with kb.loops([f"c_b{suffix}", f"c_t{suffix}", f"c_l{suffix}"], [blocks, cols, LANES]) as (b, t, lane):
+        kb.store(kb.load(acc, [b, t, lane]), accm, [b, t, lane])
     with kb.loops([f"o_b{suffix}", f"o_t{suffix}", f"o_l{suffix}"], [blocks, cols, LANES]) as (b, t, lane):
         ob = kb.iadd(kb.imul(iv_ob, blocks), b)
         ch = kb.iadd(kb.imul(ob, LANES), lane)
-        v = kb.emit(arith.AddiOp(kb.load(acc, [b, t, lane]), kb.load(buf["bias"], [ch])))
+        v = kb.emit(arith.AddiOp(kb.load(accm, [b, t, lane]), kb.load(buf["bias"], [ch])))
         if bias is not None:  # the op's i32 bias (wrapping adds): real channels only
             v = _add_bias(kb, v, bias, ch, plan.obn * LANES)
         q = requantize(kb, v, kb.load(buf["mult"], [ch]), kb.load(buf["lshift"], [ch]), kb.load(buf["rshift"], [ch]))

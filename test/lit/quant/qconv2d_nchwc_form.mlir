@@ -10,11 +10,13 @@
 // VNNI-SAME: tloop.form = "qconv2d_nchwc"
 // VNNI:      tloop.for %ocbo_oh = 0 to 6 parallel
 // VNNI:      memref.alloca() : memref<2x8x16xi32>
-// VNNI:      tloop.for %z_l = 0 to 16 vectorized
+// VNNI:      tloop.for %z_l = 0 to 16 unrolled
 // VNNI:      tloop.for %tb = 0 to 2 unrolled
 // VNNI:      tloop.for %t = 0 to 8 unrolled
 // VNNI:      tloop.for %nl = 0 to 16 {
 // VNNI:      } {dlc.int8_dot = "vpdpbusd"}
+// VNNI:      memref.alloca() : memref<2x8x16xi32>
+// VNNI:      tloop.for %c_l = 0 to 16 unrolled
 // VNNI:      tloop.for %o_l = 0 to 16 vectorized
 // VNNI:      tloop.for %ocbo_u_oh_u = 0 to 6 parallel
 // VNNI:      memref.alloca() : memref<2x1x16xi32>
