@@ -201,3 +201,41 @@ def test_avx2_target_runs_exactly():
     op = next(o_ for o_ in module.walk() if isinstance(o_, g.QConv2DNCHWcOp))
     want = op.reference(x, *consts)[0]
     np.testing.assert_array_equal(compile(module, target="x86-64-v3")(x)[0], want)
+
+
+@pytest.mark.parametrize("y_scale,mid", [(1e-4, False), (1.5, True), (40.0, True)])  # (multipliers > 1:
+def test_requantization_extremes_equal_reference(y_scale, mid):  # left shifts, all saturated)
+    """Large sums (all-255 activations, +-127 weights) and multipliers above and far below 1:
+    the kernel's shorter fixed point (requantize_nonneg) equals the op's reference."""
+    x = np.full((1, 2, 5, 5, 16), 255, np.uint8)
+    x[0, 0, ::2] = 0
+    w = np.where(RNG.random((32, 32, 3, 3)) < 0.5, 127, -128).astype(np.int8)
+    attrs = dict(x_scale=[0.05], x_zero_point=[0], w_scale=list(RNG.uniform(0.001, 0.5, 32)), y_scale=[y_scale],
+                 y_zero_point=[128])
+
+    def build(ops, xv):
+        op = g.QConv2DNCHWcOp.make(xv, _const(ops, w), **attrs)
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    op = next(o_ for o_ in module.walk() if isinstance(o_, g.QConv2DNCHWcOp))
+    want = op.reference(x, w)[0]
+    assert not mid or 0 < np.count_nonzero((want > 0) & (want < 255))  # not all saturated
+    np.testing.assert_array_equal(compile(module)(x)[0], want)
+
+
+def test_requantize_nonneg_formula_equals_tflite():
+    """The identity requantize_nonneg emits, in numpy, against TFLite's fixed point on
+    random i32 accumulators and multipliers of positive scales (shifts of both signs)."""
+    from dlc.dialects.graph import requant
+    from dlc.lowering.kernels.quantized_fast import requantize_reference
+
+    x = np.concatenate([RNG.integers(-2**31, 2**31, 200_000), RNG.integers(-3000, 3000, 200_000),
+                        [-2**31, 2**31 - 1, 0, -1, 1]]).astype(np.int64)
+    m, shift = (np.asarray(v, np.int64) for v in requant.quantize_multipliers(RNG.uniform(1e-6, 3.0, x.size)))
+    lshift, rshift = np.maximum(shift, 0), np.maximum(-shift, 0)
+    p = (((x << lshift) + 2**31) % 2**32 - 2**31) * m
+    s = (p + (1 << 30)) >> 31
+    got = (s + ((1 << rshift) >> 1) - np.where(s < 0, np.minimum(rshift, 1), 0)) >> rshift
+    np.testing.assert_array_equal(got, requantize_reference(x, m, shift))
