@@ -14,6 +14,14 @@ TVM's x86 conv2d_NCHWc strategy. In every graph function:
   3-channel image is not padded to 16); spatial padding becomes an explicit
   ``graph.pad`` of the blocked input (TVM's data_pad), so the conv kernel's
   register tile has no bounds checks;
+* each int8 ``qconv2d`` with u8 activations (groups 1, a constant weight whose zero
+  point is 0, or 128 for ui8 weights) becomes ``qconv2d_nchwc`` on u8 NCHW{ib}c (ib:
+  the producer's block, which must be a multiple of 4, else the conv stays plain; a
+  plain input's channels rounded up to 4 below ``block``), its padding an explicit
+  ``graph.pad`` of x's zero point (real 0); the OIHW weight stays (its kernel packs
+  it); s8 activations keep graph.qconv2d. graph.qadd is ``LayoutFree``, so residual
+  chains stay blocked; padded channels of a qconv2d_nchwc hold the output zero point
+  (finite, and the next conv's weights there are zero);
 * the blocked layout propagates through the ops that do not care about it (those
   declaring ``LayoutFree``, ``dialects/traits.py``): elementwise unary ops that map 0
   to a finite value (relu, clip, sigmoid, ...), and add/sub/mul/max/min whose
