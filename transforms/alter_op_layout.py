@@ -19,6 +19,14 @@ TVM's x86 conv2d_NCHWc strategy. In every graph function:
   3-channel image is not padded to 16); spatial padding becomes an explicit
   ``graph.pad`` of the blocked input (TVM's data_pad), so the conv kernel's
   register tile has no bounds checks;
+* each int8 ``qconv2d`` with u8 activations (groups 1, a constant weight whose zero
+  point is 0, or 128 for ui8 weights) becomes ``qconv2d_nchwc`` on u8 NCHW{ib}c (ib:
+  the producer's block, which must be a multiple of 4, else the conv stays plain; a
+  plain input's channels rounded up to 4 below ``block``), its padding an explicit
+  ``graph.pad`` of x's zero point (real 0); the OIHW weight stays (its kernel packs
+  it); s8 activations keep graph.qconv2d. graph.qadd is ``LayoutFree``, so residual
+  chains stay blocked; padded channels of a qconv2d_nchwc hold the output zero point
+  (finite, and the next conv's weights there are zero);
 * the blocked layout propagates through the ops that do not care about it (those
   declaring ``LayoutFree``, ``dialects/traits.py``): elementwise unary ops that map 0
   to a finite value (relu, clip, sigmoid, ...), and add/sub/mul/max/min whose
@@ -96,6 +104,29 @@ def _depthwise_conv(op: Operation) -> bool:
             and is_float(op.results[0].type.element_type))
 
 
+def _blocked_qconv(op: Operation) -> bool:
+    """An int8 qconv2d that runs as ``qconv2d_nchwc`` (kernels/quantized_nchwc.py): groups
+    1, u8 activations, a constant weight whose zero point is 0 (128 for ui8 weights)."""
+    from dlc.dialects.graph.quantized import quant_range
+
+    if not isinstance(op, g.QConv2DOp) or op.attrs.groups != 1:
+        return False
+    if quant_range(op.operands[0].type.element_type)[0] != 0:
+        return False  # s8 activations: the qgemm kernel
+    if not isinstance(op.operands[1].owner, (g.ConstantOp, g.WeightOp)):
+        return False
+    unsigned_w = quant_range(op.operands[1].type.element_type)[0] == 0
+    return all(z == (128 if unsigned_w else 0) for z in op.w_zero_point)
+
+
+def _qconv_block(channels: int, block: int) -> int:
+    """The input block of a plain qconv input: ``block`` channels, or fewer channels
+    rounded up to vpdpbusd's 4-byte groups (a 3-channel image: NCHW4c, one zero channel)."""
+    from dlc.dialects.graph.quantized import VNNI_GROUP
+
+    return block if channels >= block else -(-channels // VNNI_GROUP) * VNNI_GROUP
+
+
 class _FunctionRewrite:
     """One forward walk over a function's block (see module docstring)."""
 
@@ -113,6 +144,8 @@ class _FunctionRewrite:
             free = op.get_trait(LayoutFree)
             if _convertible_conv(op):
                 self._convert_conv(op)
+            elif _blocked_qconv(op):
+                self._convert_qconv(op)
             elif _depthwise_conv(op) and op.operands[0] in self.blocked:
                 self._convert_depthwise(op)
             elif free is None:
@@ -159,6 +192,32 @@ class _FunctionRewrite:
         conv = g.Conv2DNCHWcOp.make(x, w, **attrs)
         self._replace(op, conv)
 
+    def _convert_qconv(self, op: g.QConv2DOp) -> None:
+        """int8 conv: ``qconv2d_nchwc`` on u8 NCHW{ib}c (ib a multiple of 4; a producer
+        blocked otherwise leaves the conv plain), the padding an explicit graph.pad with
+        x's zero point (real 0), the OIHW weight kept (the kernel packs it)."""
+        from dlc.dialects.graph.quantized import VNNI_GROUP
+
+        src = op.operands[0]
+        if src in self.blocked:
+            x = self.blocked[src]
+            if _shape(x)[4] % VNNI_GROUP:
+                return
+        else:
+            key = (src, "q")
+            if key not in self.to_blocked_cache:
+                b = _qconv_block(_shape(src)[1], self.block)
+                t = g.LayoutTransformOp.make(src, src="NCHW", dst=f"NCHW{b}c")
+                self.to_blocked_cache[key] = self._insert(t, op)
+            x = self.to_blocked_cache[key]
+        pads = tuple(op.padding)
+        if pads != (0, 0, 0, 0):
+            x = self._padded(x, pads, op, float(op.x_zero_point[0]))
+        skip = {"padding", "groups"}
+        attrs = {k: v for k, v in op.attributes.items() if "." not in k and k not in skip}
+        conv = g.QConv2DNCHWcOp.make(*([x] + list(op.operands[1:])), block=self.block, **attrs)
+        self._replace(op, conv)
+
     def _convert_depthwise(self, op: g.Conv2DOp) -> None:
         """Blocks of the input's own block (a plain input with fewer channels than the
         block keeps that count, as for conv): the filters are one OIHW1i{b}o weight."""
@@ -174,13 +233,16 @@ class _FunctionRewrite:
             del attrs["padding"]
         self._replace(op, g.DepthwiseConv2DNCHWcOp.make(x, w, **attrs))
 
-    def _padded(self, x: SSAValue, pads: tuple[int, int, int, int], before: Operation) -> SSAValue:
-        """``x`` with zero rows/columns around (one graph.pad per value and padding): the
-        conv kernel then has no bounds checks in its register tile."""
-        key = (x, pads)
+    def _padded(self, x: SSAValue, pads: tuple[int, int, int, int], before: Operation,
+                value: float = 0.0) -> SSAValue:
+        """``x`` with rows/columns of ``value`` around (zeros; an int8 conv's: x's zero
+        point; one graph.pad per value and padding): the conv kernel then has no bounds
+        checks in its register tile."""
+        key = (x, pads) if value == 0.0 else (x, pads, value)
         if key not in self.pad_cache:
             pt, pl, pb, pr = pads
-            pad = g.PadOp.make(x, pads=[0, 0, pt, pl, 0, 0, 0, pb, pr, 0])
+            extra = {"value": value} if value != 0.0 else {}
+            pad = g.PadOp.make(x, pads=[0, 0, pt, pl, 0, 0, 0, pb, pr, 0], **extra)
             pad.location = before.location  # the conv's source node (the profile names it)
             self.pad_cache[key] = self._insert(pad, before)
         return self.pad_cache[key]

@@ -80,6 +80,7 @@ from dlc.dialects.graph.common import _contiguous, _expect_count, Types
 from dlc.dialects.graph.conv import _conv2d_nchw, _conv_out, _GroupedConvWindow, _window_attrs
 from dlc.dialects.graph.pool import _PoolOp
 from dlc.dialects.graph import requant
+from dlc.dialects.traits import LayoutFree
 
 f32 = Float32Type()
 _QUANT_RANGES = {(8, Signedness.SIGNLESS): (-128, 127), (8, Signedness.SIGNED): (-128, 127),
@@ -592,6 +593,8 @@ class QAddOp(_QBinaryOp):
     """
 
     name = "graph.qadd"
+    # alter-op-layout may run it on NCHW{b}c values (the int8 residuals of a blocked chain)
+    traits = traits_def(Pure(), LayoutFree())
 
     def reference(self, a, b) -> list[np.ndarray]:
         ma, mb, total = qadd_params(self.a_scale[0], self.b_scale[0], self.y_scale[0])
@@ -754,3 +757,100 @@ class QAvgPool2DOp(_QuantOp):
         m, s = self.count_multipliers()
         y = requant.multiply_by_quantized_multiplier(requant.wrap_i32(total), m[count], s[count])
         return [_contiguous(np.clip(y + self.y_zero_point[0], lo, hi).astype(dtype))]
+
+
+# ---------------------------------------------------------------------------
+# qconv2d on the channel-blocked layout (alter-op-layout's int8 chains)
+# ---------------------------------------------------------------------------
+
+VNNI_GROUP = 4  # input-channel bytes one vpdpbusd lane sums: the input block's granule
+
+
+@irdl_op_definition
+class QConv2DNCHWcOp(_QuantOp):
+    """Quantized 2-D convolution (groups 1) on channel-blocked u8 activations: input
+    ``[N, C/ib, H, W, ib]`` (NCHW{ib}c, already padded spatially: alter-op-layout pads it
+    with x's zero point, so every tap is real), weight the plain OIHW ``[O, I, KH, KW]``
+    constant (I <= C/ib * ib: input channels past I are padding and meet zero weights;
+    the kernel packs it at compile time), optional i32 bias [O], result
+    ``[N, ceil(O/block), OH, OW, block]`` (NCHW{block}c). ``strides``, ``dilations`` and
+    the quantization attributes as graph.qconv2d. Output channels past O hold the
+    output zero point (real 0, clamped to ``out_min``/``out_max``). ``ib`` must be a
+    multiple of 4: the kernel's ``vpdpbusd`` sums 4 consecutive input channels of one
+    pixel (``lowering/kernels/quantized_nchwc.py``).
+
+    ```mlir
+    %y = graph.qconv2d_nchwc %x, %w, %b {x_scale = array<f32: 0.05>, x_zero_point = array<i64: 128>, w_scale = array<f32: 0.01, 0.02, 0.03>, y_scale = array<f32: 0.1>, y_zero_point = array<i64: 120>} : (tensor<1x1x7x7x4xui8>, tensor<3x3x3x3xi8>, tensor<3xi32>) -> tensor<1x1x5x5x16xui8>
+    ```
+    """
+
+    name = "graph.qconv2d_nchwc"
+    strides = IntsAttribute(default=(1, 1))
+    dilations = IntsAttribute(default=(1, 1))
+    block = IntAttribute(default=16)
+    x_scale = FloatsAttribute()
+    x_zero_point = IntsAttribute(default=(0,))
+    w_scale = FloatsAttribute()
+    w_zero_point = IntsAttribute(default=(0,))
+    y_scale = FloatsAttribute()
+    y_zero_point = IntsAttribute(default=(0,))
+    x = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, (2, 3))
+        xt, wt = operand_types[:2]
+        _same_signedness_ok(xt.element_type, wt.element_type)
+        if quant_range(xt.element_type)[0] != 0:
+            raise ShapeError(f"x must be ui8 (u8 activations feed vpdpbusd), got {xt.element_type}")
+        x, w = list(xt.get_shape()), list(wt.get_shape())
+        if len(x) != 5 or len(w) != 4:
+            raise ShapeError(f"input must be 5-D (NCHW{{b}}c) and weight 4-D (OIHW), got ranks {len(x)} and {len(w)}")
+        n, cb, h, wd, ib = x
+        o, i, kh, kw = w
+        if ib % VNNI_GROUP:
+            raise ShapeError(f"input block {ib} must be a multiple of {VNNI_GROUP} (vpdpbusd's 4-byte groups)")
+        if i > cb * ib:
+            raise ShapeError(f"weight has {i} input channels but the input holds {cb} x {ib}")
+        if len(operand_types) == 3:
+            _check_bias(operand_types[2], o)
+        block = attrs.block
+        if block < 1:
+            raise ShapeError(f"block must be >= 1, got {block}")
+        (sh, sw), (dh, dw) = attrs.strides, attrs.dilations
+        if min(sh, sw, dh, dw) < 1:
+            raise ShapeError(f"strides {list(attrs.strides)} and dilations {list(attrs.dilations)} must be >= 1")
+        oh = _conv_out(h, kh, sh, 0, dh, "height")
+        ow = _conv_out(wd, kw, sw, 0, dw, "width")
+        et = _out_dtype(attrs, xt.element_type)
+        _check_params(attrs, "x", quant_range(xt.element_type), None)
+        _check_params(attrs, "w", quant_range(wt.element_type), o, "output channel")
+        _check_params(attrs, "y", quant_range(et), None)
+        _check_clamp(attrs, quant_range(et))
+        return [tensor_type([n, -(-o // block), oh, ow, block], et)]
+
+    def multipliers(self) -> np.ndarray:
+        """Per output channel (or single) ``x_scale * w_scale / y_scale``."""
+        return _real(np.float64(self.x_scale[0]) * np.asarray(self.w_scale, np.float64), self.y_scale[0])
+
+    def reference(self, x, w, b=None) -> list[np.ndarray]:
+        n, cb, h, wd, ib = x.shape
+        o, i = w.shape[:2]
+        plain = x.transpose(0, 1, 4, 2, 3).reshape(n, cb * ib, h, wd)[:, :i].astype(np.int64)
+        xs = plain - self.x_zero_point[0]
+        ws = w.astype(np.int64) - _per_axis(self.w_zero_point, 4, 0, np.int64)
+        acc = _conv2d_nchw(xs, ws, tuple(self.strides), (0, 0, 0, 0), tuple(self.dilations), 1)
+        if b is not None:
+            acc = acc + b.astype(np.int64).reshape(1, -1, 1, 1)
+        lo, hi = self.out_range()
+        et = numpy_dtype(self.out.type.element_type)
+        y = _requantize(requant.wrap_i32(acc), self.multipliers(), self.y_zero_point[0], lo, hi, 1, et)
+        block = self.attrs.block
+        obn = -(-o // block)
+        full = np.full((n, obn * block) + y.shape[2:], np.clip(self.y_zero_point[0], lo, hi), dtype=et)
+        full[:, :o] = y
+        return [_contiguous(full.reshape(n, obn, block, *y.shape[2:]).transpose(0, 1, 3, 4, 2))]

@@ -1,0 +1,241 @@
+"""The int8 convolution of the blocked layout (graph.qconv2d_nchwc, kernels/quantized_nchwc.py,
+its schedule in schedule/defaults_quantized.py) and alter-op-layout's int8 chains: the compiled
+kernel equals the op's numpy integer reference exactly, and a chain compiled in the blocked
+layout equals the same chain on the plain int8 path (qgemm kernels, layout="NCHW") exactly."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from xdsl.dialects import func
+from xdsl.dialects.builtin import FunctionType, ModuleOp
+from xdsl.ir import Block, Region
+
+from dlc.dialects import graph as g
+from dlc.dialects.graph_base import tensor_type_of
+from dlc.driver import compile, run_pass
+from dlc.target import Target
+
+RNG = np.random.default_rng(1819)
+VNNI = Target.from_string("llvm -mcpu=skylake-avx512 -mattr=+avx512vnni")
+AVX2 = Target.from_string("x86-64-v3")
+
+
+def u8(*shape):
+    return RNG.integers(0, 256, shape).astype(np.uint8)
+
+
+def s8(*shape):
+    return RNG.integers(-128, 128, shape).astype(np.int8)
+
+
+def _module(build, *inputs: np.ndarray) -> ModuleOp:
+    block = Block(arg_types=[tensor_type_of(x) for x in inputs])
+    ops: list = []
+    out = build(ops, *block.args)
+    block.add_ops(ops + [func.ReturnOp(out)])
+    fn = func.FuncOp("main", FunctionType.from_lists([a.type for a in block.args], [out.type]), Region(block))
+    return ModuleOp([fn])
+
+
+def _const(ops, array):
+    op = g.ConstantOp.from_numpy(array)
+    ops.append(op)
+    return op.results[0]
+
+
+def quant_attrs(o: int, xz: int, per_channel: bool, yz: int = 5):
+    w_scale = list(RNG.uniform(0.001, 0.02, o)) if per_channel else [0.01]
+    return dict(x_scale=[0.05], x_zero_point=[xz], w_scale=w_scale, y_scale=[0.1], y_zero_point=[yz])
+
+
+def _kernel_forms(module: ModuleOp) -> list[str | None]:
+    run_pass("legalize", module)
+    run_pass("lower-to-loops{flat-conv=true}", module)
+    kernels = [op for op in module.ops if isinstance(op, func.FuncOp) and "tloop.kernel" in op.attributes]
+    return [k.attributes["tloop.form"].data if "tloop.form" in k.attributes else None for k in kernels]
+
+
+# -- the op's kernel vs its reference -----------------------------------------------------
+
+@pytest.mark.parametrize("cb,ib,c,o,hw,k,stride,xz,per_channel,bias", [
+    (1, 4, 3, 17, (7, 7), 3, 1, 128, True, True),    # a 3-channel image in NCHW4c
+    (2, 4, 5, 33, (9, 7), 3, 2, 0, False, True),     # stride 2, per-tensor scale, zero point 0
+    (2, 16, 17, 5, (7, 7), 1, 1, 77, True, False),   # 1x1, 17 channels in two blocks
+    (3, 16, 33, 19, (1, 1), 1, 1, 128, False, True),  # H = W = 1
+    (1, 16, 16, 64, (8, 19), 3, 1, 3, True, True),   # a row of 17 pixels: the tail nest
+    (2, 8, 13, 16, (7, 9), 1, 2, 255, True, False),  # 1x1 stride 2
+])
+def test_qconv2d_nchwc_equals_reference(cb, ib, c, o, hw, k, stride, xz, per_channel, bias):
+    x = u8(1, cb, hw[0] + k - 1, hw[1] + k - 1, ib)  # padded input: OH x OW = hw (stride 1)
+    consts = [s8(o, c, k, k)] + ([RNG.integers(-3000, 3000, o).astype(np.int32)] if bias else [])
+    attrs = dict(quant_attrs(o, xz, per_channel), strides=[stride, stride], out_min=5)
+
+    def build(ops, xv):
+        op = g.QConv2DNCHWcOp.make(xv, *(_const(ops, a) for a in consts), **attrs)
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    op = next(o_ for o_ in module.walk() if isinstance(o_, g.QConv2DNCHWcOp))
+    want = op.reference(x, *consts)[0]
+    assert _kernel_forms(module.clone()) == ["qconv2d_nchwc"]
+    got = compile(module)(x)[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def test_u8_weights_with_zero_point_128():
+    x = u8(1, 1, 6, 6, 4)
+    w = u8(9, 4, 3, 3)
+
+    def build(ops, xv):
+        op = g.QConv2DNCHWcOp.make(xv, _const(ops, w), **quant_attrs(9, 100, True), w_zero_point=[128])
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    op = next(o_ for o_ in module.walk() if isinstance(o_, g.QConv2DNCHWcOp))
+    np.testing.assert_array_equal(compile(module)(x)[0], op.reference(x, w)[0])
+
+
+# -- alter-op-layout's int8 chains vs the plain int8 path -----------------------------------
+
+def _chain(c: int, o: int, xz: int, per_channel: bool):
+    """qconv 3x3 s2 (padding) -> qconv 1x1 -> qconv 3x3 (padding) -> qadd residual ->
+    max_pool (plain: a transform each way) -> qconv 1x1 to 5 channels."""
+    weights = [s8(o, c, 3, 3), s8(o, o, 1, 1), s8(o, o, 3, 3), s8(5, o, 1, 1)]
+    biases = [RNG.integers(-500, 500, n).astype(np.int32) for n in (o, o, o, 5)]
+
+    def build(ops, xv):
+        def conv(v, i, stride, pad, zin):
+            n = weights[i].shape[0]
+            attrs = dict(quant_attrs(n, zin, per_channel, yz=7), strides=[stride] * 2, padding=[pad] * 4, out_min=7)
+            op = g.QConv2DOp.make(v, _const(ops, weights[i]), _const(ops, biases[i]), **attrs)
+            ops.append(op)
+            return op.results[0]
+
+        a = conv(xv, 0, 2, 1, xz)
+        b = conv(conv(a, 1, 1, 0, 7), 2, 1, 1, 7)
+        add = g.QAddOp.make(b, a, a_scale=[0.1], a_zero_point=[7], b_scale=[0.1], b_zero_point=[7],
+                            y_scale=[0.15], y_zero_point=[3])
+        pool = g.MaxPool2DOp.make(add.results[0], kernel=[2, 2], strides=[1, 1])
+        ops.extend([add, pool])
+        return conv(pool.results[0], 3, 1, 0, 3)
+
+    return build
+
+
+@pytest.mark.parametrize("c,o,hw,xz,per_channel", [
+    (3, 17, 9, 128, True),
+    (5, 33, 7, 0, False),
+    (17, 16, 14, 90, True),
+    (33, 5, 4, 128, False),
+])
+def test_blocked_chain_equals_plain_int8_path(c, o, hw, xz, per_channel):
+    x = u8(1, c, hw, hw)
+    module = _module(_chain(c, o, xz, per_channel), x)
+    blocked = module.clone()
+    run_pass("alter-op-layout", blocked)
+    names = [op.name for op in blocked.walk()]
+    assert names.count("graph.qconv2d_nchwc") == 4 and "graph.qconv2d" not in names
+    want = compile(module.clone(), layout="NCHW")(x)[0]
+    got = compile(module)(x)[0]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_s8_activations_keep_the_plain_int8_path():
+    x = s8(1, 4, 5, 5)
+
+    def build(ops, xv):
+        op = g.QConv2DOp.make(xv, _const(ops, s8(4, 4, 1, 1)), x_scale=[0.05], w_scale=[0.01], y_scale=[0.1])
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    run_pass("alter-op-layout", module)
+    assert not any(op.name == "graph.qconv2d_nchwc" for op in module.walk())
+
+
+# -- object code: vpdpbusd on VNNI, the exact portable form elsewhere ----------------------
+
+def _asm(target: Target) -> str:
+    from dlc.backends.llvm.jit import parse_and_optimize, target_machine
+    from dlc.backends.llvm.translate import translate
+    from dlc.driver import lower_to_llvm_dialect
+
+    def build(ops, xv):
+        op = g.QConv2DNCHWcOp.make(xv, _const(ops, s8(32, 16, 3, 3)), **quant_attrs(32, 128, True))
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, u8(1, 1, 10, 10, 16))
+    lower_to_llvm_dialect(module, target=target)
+    llmod = translate(module, None, triple=target.llvm_triple, define_weights=True).module
+    tm = target_machine(target)
+    return tm.emit_assembly(parse_and_optimize(str(llmod), tm))
+
+
+def test_vnni_target_register_tile_uses_vpdpbusd():
+    asm = _asm(VNNI)
+    dots = [line for line in asm.splitlines() if "vpdpbusd" in line]
+    assert dots and not any("(%rsp" in line for line in dots)  # accumulators in registers
+
+
+def test_avx2_target_is_the_exact_portable_form():
+    asm = _asm(AVX2)
+    assert "vpdpbusd" not in asm and "zmm" not in asm and "vpmaddubsw" not in asm
+
+
+def test_avx2_target_runs_exactly():
+    """The portable (non-VNNI) form executed on this host (any x86-64 with AVX2)."""
+    x = u8(1, 2, 8, 9, 8)
+    consts = [s8(21, 13, 3, 3), RNG.integers(-900, 900, 21).astype(np.int32)]
+
+    def build(ops, xv):
+        op = g.QConv2DNCHWcOp.make(xv, *(_const(ops, a) for a in consts), **quant_attrs(21, 128, True))
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    op = next(o_ for o_ in module.walk() if isinstance(o_, g.QConv2DNCHWcOp))
+    want = op.reference(x, *consts)[0]
+    np.testing.assert_array_equal(compile(module, target="x86-64-v3")(x)[0], want)
+
+
+@pytest.mark.parametrize("y_scale,mid", [(1e-4, False), (1.5, True), (40.0, True)])  # (multipliers > 1:
+def test_requantization_extremes_equal_reference(y_scale, mid):  # left shifts, all saturated)
+    """Large sums (all-255 activations, +-127 weights) and multipliers above and far below 1:
+    the kernel's shorter fixed point (requantize_nonneg) equals the op's reference."""
+    x = np.full((1, 2, 5, 5, 16), 255, np.uint8)
+    x[0, 0, ::2] = 0
+    w = np.where(RNG.random((32, 32, 3, 3)) < 0.5, 127, -128).astype(np.int8)
+    attrs = dict(x_scale=[0.05], x_zero_point=[0], w_scale=list(RNG.uniform(0.001, 0.5, 32)), y_scale=[y_scale],
+                 y_zero_point=[128])
+
+    def build(ops, xv):
+        op = g.QConv2DNCHWcOp.make(xv, _const(ops, w), **attrs)
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    op = next(o_ for o_ in module.walk() if isinstance(o_, g.QConv2DNCHWcOp))
+    want = op.reference(x, w)[0]
+    assert not mid or 0 < np.count_nonzero((want > 0) & (want < 255))  # not all saturated
+    np.testing.assert_array_equal(compile(module)(x)[0], want)
+
+
+def test_requantize_nonneg_formula_equals_tflite():
+    """The identity requantize_nonneg emits, in numpy, against TFLite's fixed point on
+    random i32 accumulators and multipliers of positive scales (shifts of both signs)."""
+    from dlc.dialects.graph import requant
+    from dlc.lowering.kernels.quantized_fast import requantize_reference
+
+    x = np.concatenate([RNG.integers(-2**31, 2**31, 200_000), RNG.integers(-3000, 3000, 200_000),
+                        [-2**31, 2**31 - 1, 0, -1, 1]]).astype(np.int64)
+    m, shift = (np.asarray(v, np.int64) for v in requant.quantize_multipliers(RNG.uniform(1e-6, 3.0, x.size)))
+    lshift, rshift = np.maximum(shift, 0), np.maximum(-shift, 0)
+    p = (((x << lshift) + 2**31) % 2**32 - 2**31) * m
+    s = (p + (1 << 30)) >> 31
+    got = (s + ((1 << rshift) >> 1) - np.where(s < 0, np.minimum(rshift, 1), 0)) >> rshift
+    np.testing.assert_array_equal(got, requantize_reference(x, m, shift))
