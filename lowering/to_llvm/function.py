@@ -166,6 +166,7 @@ class FunctionLowering:
         self.entry = region.blocks[0]
         self.block = self.entry
         self._constants: dict[tuple[Attribute, str], SSAValue] = {}  # const(): (type, repr) -> value
+        self._last_constant: Operation | None = None  # const()s stay in first-use order
         self.values: dict[SSAValue, SSAValue] = {}
         self.in_parallel = in_parallel
         # how a failure leaves this function: return the i32 status, or (an outlined
@@ -188,7 +189,7 @@ class FunctionLowering:
 
     def const(self, value: int | float, type_: Attribute) -> SSAValue:
         """``llvm.mlir.constant``, one per value and type in a function, at the start of its
-        entry block (which dominates every use): a kernel asks for the same few constants
+        entry block (which dominates every use), in first-use order: a kernel asks for the same few constants
         thousands of times (ResNet-50: 3800 calls, a few hundred distinct), and each op
         built costs Python time here and in translation (LLVM inlines constants anyway)."""
         key = (type_, repr(value))  # repr: 0.0 and -0.0 stay apart
@@ -198,10 +199,13 @@ class FunctionLowering:
         attr = FloatAttr(value, type_) if isinstance(type_, AnyFloat) else IntegerAttr(value, type_)
         op = llvm.ConstantOp(attr, type_)
         first = self.entry.first_op
-        if first is None:
+        if self._last_constant is not None:
+            self.entry.insert_op_after(op, self._last_constant)
+        elif first is None:
             self.entry.add_op(op)
         else:
             self.entry.insert_op_before(op, first)
+        self._last_constant = op
         self._constants[key] = op.result
         return op.result
 

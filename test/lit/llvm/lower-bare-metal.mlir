@@ -32,10 +32,10 @@ builtin.module {
 // CHECK-NOT:   dlc_num_threads
 // CHECK:       llvm.func @main(%[[X:[0-9]+]]: !llvm.ptr, %[[OUT:[0-9]+]]: !llvm.ptr, %[[WS:[0-9]+]]: !llvm.ptr) -> i32 attributes {tloop.host, tloop.num_inputs = 1 : i64}
 // CHECK-NEXT:    %[[OFF:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[DONE:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    %[[T:.*]] = llvm.getelementptr inbounds %[[WS]][%[[OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    llvm.call @main_0_scale(%[[X]], %[[T]]) : (!llvm.ptr, !llvm.ptr) -> ()
 // CHECK-NEXT:    llvm.call @main_0_scale(%[[T]], %[[OUT]]) : (!llvm.ptr, !llvm.ptr) -> ()
-// CHECK-NEXT:    %[[DONE:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    llvm.return %[[DONE]] : i32
 // CHECK-NOT:   aligned_alloc
 // CHECK-NOT:   @free

@@ -41,6 +41,9 @@ builtin.module {
 // CHECK-LABEL: llvm.func @main(
 // CHECK-SAME:  %[[C:[0-9]+]]: !llvm.ptr, %[[M:[0-9]+]]: !llvm.ptr, %[[X:[0-9]+]]: !llvm.ptr, %[[OUT:[0-9]+]]: !llvm.ptr)
 // CHECK-NEXT:    %[[ZERO:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[UB:.*]] = llvm.mlir.constant(5) : i64
+// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-NEXT:    %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    %[[P:.*]] = llvm.getelementptr inbounds %[[C]][%[[ZERO]]] : (!llvm.ptr, i64) -> !llvm.ptr, i1
 // CHECK-NEXT:    %[[COND:.*]] = llvm.load %[[P]] : !llvm.ptr -> i1
 // CHECK-NEXT:    llvm.cond_br %[[COND]], ^[[THEN:bb[0-9]+]], ^[[ELSE:bb[0-9]+]]
@@ -48,33 +51,27 @@ builtin.module {
 // CHECK-NEXT:    llvm.call @k(%[[X]], %[[OUT]])
 // CHECK-NEXT:    llvm.br ^[[MERGE:bb[0-9]+]]
 // CHECK-NEXT:  ^[[ELSE]]:
-// CHECK-NEXT:    %[[LB:.*]] = llvm.mlir.constant(0) : i64
-// CHECK-NEXT:    %[[UB:.*]] = llvm.mlir.constant(5) : i64
-// CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(1) : i64
-// CHECK-NEXT:    llvm.br ^[[HEADER:bb[0-9]+]](%[[LB]] : i64)
+// CHECK-NEXT:    llvm.br ^[[HEADER:bb[0-9]+]](%[[ZERO]] : i64)
 // CHECK-NEXT:  ^[[HEADER]](%[[T:[0-9]+]]: i64):
 // CHECK-NEXT:    %[[LT:.*]] = llvm.icmp "slt" %[[T]], %[[UB]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[LT]], ^[[BODY:bb[0-9]+]], ^[[EXIT:bb[0-9]+]]
 // CHECK-NEXT:  ^[[BODY]]:
 // CHECK-NEXT:    llvm.call @k(%[[X]], %[[OUT]])
-// CHECK-NEXT:    %[[NEXT:.*]] = llvm.add %[[T]], %[[STEP]] : i64
+// CHECK-NEXT:    %[[NEXT:.*]] = llvm.add %[[T]], %[[ONE]] : i64
 // CHECK-NEXT:    llvm.br ^[[HEADER]](%[[NEXT]] : i64)
 // CHECK-NEXT:  ^[[EXIT]]:
 // CHECK-NEXT:    llvm.br ^[[MERGE]]
 // CHECK-NEXT:  ^[[MERGE]]:
 // CHECK-NEXT:    %[[TRIPS:.*]] = llvm.load %[[M]] : !llvm.ptr -> i64
-// CHECK-NEXT:    %[[START:.*]] = llvm.mlir.constant(0) : i64
-// CHECK-NEXT:    llvm.br ^[[BEFORE:bb[0-9]+]](%[[START]] : i64)
+// CHECK-NEXT:    llvm.br ^[[BEFORE:bb[0-9]+]](%[[ZERO]] : i64)
 // CHECK-NEXT:  ^[[BEFORE]](%[[I:[0-9]+]]: i64):
 // CHECK-NEXT:    %[[GO:.*]] = llvm.icmp "slt" %[[I]], %[[TRIPS]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[GO]], ^[[AFTER:bb[0-9]+]](%[[I]] : i64), ^[[DONE:bb[0-9]+]](%[[I]] : i64)
 // CHECK-NEXT:  ^[[AFTER]](%[[J:[0-9]+]]: i64):
 // CHECK-NEXT:    llvm.call @k(%[[OUT]], %[[X]])
-// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    %[[INC:.*]] = llvm.add %[[J]], %[[ONE]] : i64
 // CHECK-NEXT:    llvm.br ^[[BEFORE]](%[[INC]] : i64)
 // CHECK-NEXT:  ^[[DONE]](%{{[0-9]+}}: i64):
-// CHECK-NEXT:    %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    llvm.return %[[OK]] : i32
 
 // The translated LLVM IR has the loops' phis.

@@ -28,27 +28,27 @@ builtin.module {
 // Entry points return an i32 status; a failed allocation records its size and
 // returns 2 (runtime/native.py's STATUS_BUFFER_OOM).
 // CHECK:       llvm.func @main(%{{[0-9]+}}: !llvm.ptr, %[[OUT:[0-9]+]]: !llvm.ptr) -> i32 attributes {tloop.host, tloop.num_inputs = 1 : i64}
-// CHECK-NEXT:    %[[W:.*]] = llvm.mlir.addressof @__dlc_weight_0 : !llvm.ptr
+// Constants first, one per value (the 128-byte size is also the failure record's byte count).
 // CHECK-NEXT:    %[[ALIGN:.*]] = llvm.mlir.constant(64) : i64
 // CHECK-NEXT:    %[[SIZE:.*]] = llvm.mlir.constant(128) : i64
+// CHECK-NEXT:    %[[NULL:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-NEXT:    %[[STATUS:.*]] = llvm.mlir.constant(2 : i32) : i32
+// CHECK-NEXT:    %[[OFF:.*]] = llvm.mlir.constant(32) : i64
+// CHECK-NEXT:    %[[DONE:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK-NEXT:    %[[W:.*]] = llvm.mlir.addressof @__dlc_weight_0 : !llvm.ptr
 // CHECK-NEXT:    %[[ARENA:.*]] = llvm.call @aligned_alloc(%[[ALIGN]], %[[SIZE]]) : (i64, i64) -> !llvm.ptr
 // CHECK-NEXT:    %[[ADDR:.*]] = llvm.ptrtoint %[[ARENA]] : !llvm.ptr to i64
-// CHECK-NEXT:    %[[NULL:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    %[[FAILED:.*]] = llvm.icmp "eq" %[[ADDR]], %[[NULL]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[FAILED]], ^[[FAIL:bb[0-9]+]], ^[[OK:bb[0-9]+]]
 // CHECK-NEXT:  ^[[FAIL]]:
-// CHECK-NEXT:    %[[STATUS:.*]] = llvm.mlir.constant(2 : i32) : i32
-// CHECK-NEXT:    %[[BYTES:.*]] = llvm.mlir.constant(128) : i64
 // CHECK-NEXT:    %[[RECORD:.*]] = llvm.mlir.addressof @dlc_alloc_failure : !llvm.ptr
-// CHECK-NEXT:    llvm.store %[[BYTES]], %[[RECORD]] : i64, !llvm.ptr
+// CHECK-NEXT:    llvm.store %[[SIZE]], %[[RECORD]] : i64, !llvm.ptr
 // CHECK-NEXT:    llvm.return %[[STATUS]] : i32
 // CHECK-NEXT:  ^[[OK]]:
-// CHECK-NEXT:    %[[OFF:.*]] = llvm.mlir.constant(32) : i64
 // CHECK-NEXT:    %[[T:.*]] = llvm.getelementptr inbounds %[[ARENA]][%[[OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK-NEXT:    llvm.call @main_0_copy(%[[W]], %[[T]]) : (!llvm.ptr, !llvm.ptr) -> ()
 // CHECK-NEXT:    llvm.call @main_0_copy(%[[T]], %[[OUT]]) : (!llvm.ptr, !llvm.ptr) -> ()
 // CHECK-NEXT:    llvm.call @free(%[[ARENA]]) : (!llvm.ptr) -> ()
-// CHECK-NEXT:    %[[DONE:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    llvm.return %[[DONE]] : i32
 // CHECK-DAG:   llvm.mlir.global external @__dlc_weight_0() {addr_space = 0 : i32, dlc.weight_name = "fc.weight"} : !llvm.array<6 x f32>
 // CHECK-DAG:   llvm.func @aligned_alloc(i64, i64) -> !llvm.ptr

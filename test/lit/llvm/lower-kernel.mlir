@@ -22,13 +22,14 @@ builtin.module {
 // CHECK-SAME:    attributes {tloop.kernel, tloop.source = "graph.add"}
 // CHECK:         %[[LB:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    %[[UB:.*]] = llvm.mlir.constant(3) : i64
+// CHECK-NEXT:    %[[FIVE:.*]] = llvm.mlir.constant(5) : i64
+// CHECK-NEXT:    %[[STEP:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    llvm.br ^[[HEAD:.*]](%[[LB]] : i64)
 // CHECK-NEXT:  ^[[HEAD]](%[[I:.*]]: i64):
 // CHECK-NEXT:    %[[C:.*]] = llvm.icmp "slt" %[[I]], %[[UB]] : i64
 // CHECK-NEXT:    llvm.cond_br %[[C]], ^{{.*}}, ^[[EXIT:.*]]
 // CHECK:       ^{{.*}}(%[[J:.*]]: i64):
-// CHECK:         %[[FIVE:.*]] = llvm.mlir.constant(5) : i64
-// CHECK-NEXT:    %[[ROW:.*]] = llvm.mul %[[I]], %[[FIVE]] : i64
+// CHECK:         %[[ROW:.*]] = llvm.mul %[[I]], %[[FIVE]] : i64
 // CHECK-NEXT:    %[[OFF:.*]] = llvm.add %[[ROW]], %[[J]] : i64
 // CHECK-NEXT:    %[[PA:.*]] = llvm.getelementptr inbounds %0[%[[OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, f32
 // CHECK-NEXT:    %[[X:.*]] = llvm.load %[[PA]] : !llvm.ptr -> f32

@@ -33,10 +33,10 @@ builtin.module {
 }
 
 // CHECK-LABEL: llvm.func @k_0_math(
+// CHECK:         %[[ONE:.*]] = llvm.mlir.constant(1.000000e+00 : f32) : f32
 // CHECK:         %[[E:.*]] = llvm.call_intrinsic "llvm.exp.f32"(%{{.*}}) : (f32) -> f32
 // CHECK-NEXT:    %[[L:.*]] = llvm.call_intrinsic "llvm.log.f32"(%[[E]]) : (f32) -> f32
 // CHECK-NEXT:    %[[SQ:.*]] = llvm.call_intrinsic "llvm.sqrt.f32"(%[[L]]) : (f32) -> f32
-// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1.000000e+00 : f32) : f32
 // CHECK-NEXT:    %[[R:.*]] = llvm.fdiv %[[ONE]], %[[SQ]] : f32
 // CHECK-NEXT:    %[[T:.*]] = llvm.call @tanh(%{{.*}}) : (f64) -> f64
 // CHECK-NEXT:    %[[F:.*]] = llvm.call @erff(%[[R]]) : (f32) -> f32

@@ -20,7 +20,9 @@ builtin.module {
 }
 
 // CHECK:       llvm.func @k_0_scale(%[[X:[0-9]+]]: !llvm.ptr {llvm.noalias}, %[[Y:[0-9]+]]: !llvm.ptr {llvm.noalias})
-// CHECK:         %[[CTX:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(!llvm.ptr, !llvm.ptr)>
+// CHECK-DAG:     %[[CTX:.*]] = llvm.alloca %{{.*}} x !llvm.struct<(!llvm.ptr, !llvm.ptr)>
+// CHECK-DAG:     %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
+// CHECK-DAG:     %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK:         llvm.getelementptr inbounds %[[CTX]][0, 0]
 // CHECK:         llvm.store %[[X]]
 // CHECK:         llvm.getelementptr inbounds %[[CTX]][0, 1]
@@ -29,14 +31,12 @@ builtin.module {
 // CHECK-NEXT:    %[[NPTR:.*]] = llvm.mlir.addressof @dlc_num_threads : !llvm.ptr
 // CHECK-NEXT:    %[[N:.*]] = llvm.load %[[NPTR]] : !llvm.ptr -> i32
 // One thread: a plain call, libgomp's pool is not entered (fork-safe).
-// CHECK-NEXT:    %[[ONE:.*]] = llvm.mlir.constant(1 : i32) : i32
 // CHECK-NEXT:    %[[SERIAL:.*]] = llvm.icmp "eq" %[[N]], %[[ONE]] : i32
 // CHECK-NEXT:    llvm.cond_br %[[SERIAL]], ^[[CALL:bb[0-9]+]], ^[[PAR:bb[0-9]+]]
 // CHECK-NEXT:  ^[[CALL]]:
 // CHECK-NEXT:    llvm.call @k_0_scale_par0(%[[CTX]]) : (!llvm.ptr) -> ()
 // CHECK-NEXT:    llvm.br ^[[JOIN:bb[0-9]+]]
 // CHECK-NEXT:  ^[[PAR]]:
-// CHECK-NEXT:    %[[FLAGS:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    llvm.call @GOMP_parallel(%[[FN]], %[[CTX]], %[[N]], %[[FLAGS]]) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
 // CHECK-NEXT:    llvm.br ^[[JOIN]]
 // CHECK-NEXT:  ^[[JOIN]]:
@@ -48,10 +48,11 @@ builtin.module {
 
 // CHECK-LABEL: llvm.func internal @k_0_scale_par0(%{{.*}}: !llvm.ptr)
 // CHECK:         llvm.mlir.constant(2.000000e+00 : f32) : f32
+// trip count of 1 to 6 step 2
+// CHECK:         %[[TRIP:.*]] = llvm.mlir.constant(3) : i64
 // CHECK:         llvm.call @omp_get_thread_num()
 // CHECK:         llvm.call @omp_get_num_threads()
-// trip count of 1 to 6 step 2
-// CHECK:         llvm.mlir.constant(3) : i64
+// CHECK:         llvm.add %[[TRIP]],
 // CHECK:         llvm.sdiv
 // CHECK-NOT:     GOMP_parallel
 // CHECK:         llvm.return

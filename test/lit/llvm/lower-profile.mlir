@@ -18,21 +18,21 @@ func.func @main(%a: tensor<4x8xf32>, %b: tensor<8x3xf32>) -> tensor<4x3xf32> {
 
 // CHECK:       builtin.module attributes {dlc.profile_sites = "[{\22kind\22: \22kernel\22, \22kernel\22: \22main_0_matmul\22, \22source\22: \22graph.matmul\22, \22form\22: \22matmul\22
 // CHECK-LABEL: llvm.func @main(
-// CHECK-NEXT:    %[[T0:.*]] = llvm.call @dlc_profile_now() : () -> i64
+// CHECK-DAG:     %[[S0:.*]] = llvm.mlir.constant(0) : i64
+// CHECK-DAG:     %[[S1:.*]] = llvm.mlir.constant(1) : i64
+// CHECK-DAG:     %[[S2:.*]] = llvm.mlir.constant(2) : i64
+// CHECK-DAG:     %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
+// CHECK:         %[[T0:.*]] = llvm.call @dlc_profile_now() : () -> i64
 // CHECK:         %[[K0:.*]] = llvm.call @dlc_profile_now() : () -> i64
 // CHECK-NEXT:    llvm.call @main_0_matmul(
 // CHECK-NEXT:    %[[K1:.*]] = llvm.call @dlc_profile_now() : () -> i64
-// CHECK-NEXT:    %[[S0:.*]] = llvm.mlir.constant(0) : i64
 // CHECK-NEXT:    llvm.call @dlc_profile_record(%[[S0]], %[[K0]], %[[K1]])
 // CHECK-NEXT:    %[[K2:.*]] = llvm.call @dlc_profile_now() : () -> i64
 // CHECK-NEXT:    llvm.call @main_1_relu(
 // CHECK-NEXT:    %[[K3:.*]] = llvm.call @dlc_profile_now() : () -> i64
-// CHECK-NEXT:    %[[S1:.*]] = llvm.mlir.constant(1) : i64
 // CHECK-NEXT:    llvm.call @dlc_profile_record(%[[S1]], %[[K2]], %[[K3]])
 // CHECK:         %[[T1:.*]] = llvm.call @dlc_profile_now() : () -> i64
-// CHECK-NEXT:    %[[S2:.*]] = llvm.mlir.constant(2) : i64
 // CHECK-NEXT:    llvm.call @dlc_profile_record(%[[S2]], %[[T0]], %[[T1]])
-// CHECK-NEXT:    %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:    llvm.return %[[OK]] : i32
 // CHECK:       llvm.func @clock_gettime(i32, !llvm.ptr) -> i32
 // CHECK:       llvm.func internal @dlc_profile_now() -> i64

@@ -60,11 +60,11 @@ builtin.module {
 // CHECK-NEXT:    func.return
 
 // LLVM-LABEL: llvm.func @main(
+// LLVM:         %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
 // LLVM:         %[[SLOT:.*]] = llvm.mlir.addressof @main_workspace : !llvm.ptr
 // LLVM:         %[[WS:.*]] = llvm.call @dlc_workspace_acquire(%[[SLOT]], %{{.*}}) : (!llvm.ptr, i64) -> !llvm.ptr
 // LLVM-NOT:     @aligned_alloc
 // LLVM:         llvm.call @dlc_workspace_release(%{{.*}}, %[[WS]]) : (!llvm.ptr, !llvm.ptr) -> ()
-// LLVM-NEXT:    %[[OK:.*]] = llvm.mlir.constant(0 : i32) : i32
 // LLVM-NEXT:    llvm.return %[[OK]] : i32
 // LLVM-DAG:   llvm.mlir.global internal @main_workspace(0 : i64)
 // LLVM-DAG:   llvm.func internal @dlc_workspace_acquire(
