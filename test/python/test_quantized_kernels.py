@@ -172,7 +172,7 @@ def test_depthwise_qconv2d_equals_reference(shape, stride, pad, signed):
     constants = [s8(c, 1, 3, 3), RNG.integers(-300, 300, c).astype(np.int32)]
     module, op = module_of(g.QConv2DOp, x, constants, attrs)
     kernels = _kernels(module.clone())
-    assert any(o.name == "memref.alloca" and o.memref.name_hint == "band" for o in kernels[0].walk())
+    assert any(o.name == "memref.alloca" and o.memref.name_hint == "xp" for o in kernels[0].walk())
     got = compile(module)(x)[0]
     np.testing.assert_array_equal(got, op.reference(x, *constants)[0])
 
@@ -202,8 +202,8 @@ def _depthwise_numpy(x, w, bias, xz, wz, real, yz, lo, hi, stride, pad):
     (1, 1, 1, False), (3, 5, 2, True), (17, 9, 1, False), (35, 5, 1, True), (17, 1, 2, False),
     (35, 9, 2, False), (1, 9, 2, True), (3, 5, 1, False)])
 def test_depthwise_lanes_odd_shapes(c, hw, stride, signed):
-    """The 16-channel lane kernel on channel counts below, at and past a lane block (1, 3,
-    17, 35: masked lanes), planes of 1, 5 and 9, strides 1 and 2, per-channel scales,
+    """The depthwise kernel on channel counts below, at and past a 16-lane block (1, 3,
+    17, 35), planes of 1, 5 and 9, strides 1 and 2, per-channel scales,
     activation zero points: equal to an integer numpy reference, exactly."""
     x = s8(2 if c == 3 else 1, c, hw, hw) if signed else u8(1, c, hw, hw)
     xz = -7 if signed else 131
