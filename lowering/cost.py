@@ -5,7 +5,8 @@ with the cost of the graph ops it computes; ``dlc.runtime.profile`` turns it int
 and GB/s). Counted per op class (never by name): a multiply-add is 2 FLOPs (conv2d in
 either layout, conv_transpose2d, matmul, dense); pools count one FLOP per window
 element of each output, reductions one per input element; an ``Elementwise`` op one per
-output element. Ops that only move data (reshape, transpose, concat, gather...) have no
+output element. The quantized convolutions and products count their integer
+multiply-adds the same way (2 ops each; the profile's GFLOP/s column reads GOP/s there). Ops that only move data (reshape, transpose, concat, gather...) have no
 FLOP count (``None``: unknown, not zero), only bytes.
 
 Bytes are the compulsory traffic: every operand read once and every result written once
@@ -57,6 +58,19 @@ def _conv2d_nchwc(op: g.Conv2DNCHWcOp) -> int:
     return 2 * _elements(op.results[0].type) * cb * ib * kh * kw
 
 
+def _qconv2d(op: Operation) -> int:
+    o, cpg, kh, kw = op.operands[1].type.get_shape()  # OIHW, I = channels per group
+    return 2 * _elements(op.results[0].type) * cpg * kh * kw
+
+
+def _qconv2d_nchwc(op: Operation) -> int:
+    # the real channels only: the weight is the plain OIHW constant; padded output
+    # channels of the last block and padded input channels are not work
+    n, _, oh, ow, _ = op.results[0].type.get_shape()
+    o, i, kh, kw = op.operands[1].type.get_shape()
+    return 2 * n * oh * ow * o * i * kh * kw
+
+
 def _conv_transpose2d(op: g.ConvTranspose2DOp) -> int:
     # every input element meets every kernel tap of its group's output channels
     w = op.operands[1].type.get_shape()
@@ -93,6 +107,10 @@ FLOPS: dict[type, Callable[[Operation], int]] = {
     g.MatmulOp: _matmul,
     g.DenseOp: _matmul,
     g.AttentionOp: _attention,
+    g.QConv2DOp: _qconv2d,
+    g.QConv2DNCHWcOp: _qconv2d_nchwc,
+    g.QDenseOp: _matmul,
+    g.QMatmulOp: _matmul,
     _Pool2DWindow: _pool,
     g.ReduceOp: _per_input,
     g._GlobalPoolOp: _per_input,

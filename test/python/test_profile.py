@@ -233,3 +233,27 @@ def test_resnet50_profile_adds_up():
     profile = check_profile(compiled, _inputs(compiled), repeat=3)
     assert sum(row.form == "conv2d_nchwc" for row in profile.rows()) > 10
     print(profile.table())
+
+
+def test_cost_model_counts_quantized_multiply_adds():
+    """int8 convolutions and products count 2 ops per integer multiply-add, over the real
+    channels (a blocked conv's padded channels are not work)."""
+    from dlc.driver import load_module
+
+    text = """
+func.func @main(%x: tensor<1x2x5x5xui8>, %xb: tensor<1x1x7x7x4xui8>, %a: tensor<3x7xi8>) -> (tensor<1x3x5x5xui8>, tensor<1x1x5x5x16xui8>, tensor<3x2xi8>) {
+  %w = graph.constant dense<1> : tensor<3x2x3x3xi8>
+  %b = graph.constant dense<0> : tensor<3xi32>
+  %wb = graph.constant dense<1> : tensor<3x3x3x3xi8>
+  %wd = graph.constant dense<1> : tensor<2x7xi8>
+  %y = graph.qconv2d %x, %w, %b {padding = array<i64: 1, 1, 1, 1>, x_scale = array<f32: 0.05>, x_zero_point = array<i64: 128>, w_scale = array<f32: 0.01, 0.02, 0.03>, y_scale = array<f32: 0.1>, y_zero_point = array<i64: 120>} : (tensor<1x2x5x5xui8>, tensor<3x2x3x3xi8>, tensor<3xi32>) -> tensor<1x3x5x5xui8>
+  %yb = graph.qconv2d_nchwc %xb, %wb, %b {x_scale = array<f32: 0.05>, x_zero_point = array<i64: 128>, w_scale = array<f32: 0.01, 0.02, 0.03>, y_scale = array<f32: 0.1>, y_zero_point = array<i64: 120>} : (tensor<1x1x7x7x4xui8>, tensor<3x3x3x3xi8>, tensor<3xi32>) -> tensor<1x1x5x5x16xui8>
+  %yd = graph.qdense %a, %wd {x_scale = array<f32: 0.1>, w_scale = array<f32: 0.01>, y_scale = array<f32: 0.2>} : (tensor<3x7xi8>, tensor<2x7xi8>) -> tensor<3x2xi8>
+  func.return %y, %yb, %yd : tensor<1x3x5x5xui8>, tensor<1x1x5x5x16xui8>, tensor<3x2xi8>
+}
+"""
+    module = load_module(text)
+    ops = {op.name: op for op in module.walk()}
+    assert op_flops(ops["graph.qconv2d"]) == 2 * 3 * 5 * 5 * 2 * 3 * 3
+    assert op_flops(ops["graph.qconv2d_nchwc"]) == 2 * 3 * 5 * 5 * 3 * 3 * 3
+    assert op_flops(ops["graph.qdense"]) == 2 * 3 * 2 * 7
