@@ -65,19 +65,25 @@ def check_timing_args(repeat, number, min_repeat_ms) -> None:
         raise ValueError(f"min_repeat_ms must be a number in 0..60000, got {min_repeat_ms!r}")
 
 
+def calibrate_number(call: Callable[[], object], number: int, min_repeat_ms: float) -> int:
+    """``number`` doubled (up to MAX_NUMBER) until ``number`` calls last ``min_repeat_ms``."""
+    clock = time.perf_counter
+    while min_repeat_ms > 0 and number < MAX_NUMBER:
+        start = clock()
+        for _ in range(number):
+            call()
+        if (clock() - start) * 1e3 >= min_repeat_ms:
+            break
+        number = min(number * 2, MAX_NUMBER)
+    return number
+
+
 def time_calls(call: Callable[[], object], repeat: int = 3, number: int = 1,
                min_repeat_ms: float = 0) -> TimingResult:
     check_timing_args(repeat, number, min_repeat_ms)
     call()  # warm-up: first-touch page faults, libgomp's thread start, workspace allocation
     clock = time.perf_counter
-    if min_repeat_ms > 0:
-        while number < MAX_NUMBER:
-            start = clock()
-            for _ in range(number):
-                call()
-            if (clock() - start) * 1e3 >= min_repeat_ms:
-                break
-            number = min(number * 2, MAX_NUMBER)
+    number = calibrate_number(call, number, min_repeat_ms)
     samples = []
     for _ in range(repeat):
         start = clock()

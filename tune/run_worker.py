@@ -43,33 +43,18 @@ def random_inputs(specs, seed: int) -> list[np.ndarray]:
     return out
 
 
-def _calibrate(call, number: int, min_repeat_ms: float) -> int:
-    """``number`` doubled until ``number`` calls last ``min_repeat_ms`` (time_calls' rule)."""
-    from dlc.rpc.timing import MAX_NUMBER
-
-    clock = time.perf_counter
-    while min_repeat_ms > 0 and number < MAX_NUMBER:
-        start = clock()
-        for _ in range(number):
-            call()
-        if (clock() - start) * 1e3 >= min_repeat_ms:
-            break
-        number = min(number * 2, MAX_NUMBER)
-    return number
-
-
 def paired_timing(call, baseline, repeat: int, number: int = 1,
                   min_repeat_ms: float = 0) -> tuple[list[float], list[float]]:
     """Seconds per call of `call` and of `baseline`, ``repeat`` samples each, taken in pairs
     of adjacent blocks (candidate first in even pairs, baseline first in odd ones, so a
     drift of the load favours neither); each side's ``number`` calibrated to
     ``min_repeat_ms`` on its own after one warm-up call each."""
-    from dlc.rpc.timing import check_timing_args
+    from dlc.rpc.timing import calibrate_number, check_timing_args
 
     check_timing_args(repeat, number, min_repeat_ms)
     call()
     baseline()
-    numbers = {"c": _calibrate(call, number, min_repeat_ms), "b": _calibrate(baseline, number, min_repeat_ms)}
+    numbers = {"c": calibrate_number(call, number, min_repeat_ms), "b": calibrate_number(baseline, number, min_repeat_ms)}
     fns = {"c": call, "b": baseline}
     samples: dict[str, list[float]] = {"c": [], "b": []}
     clock = time.perf_counter
