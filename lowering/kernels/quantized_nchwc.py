@@ -27,8 +27,8 @@ Compile-time constants (weights store): ``wp`` ``[OB, CB, KH, KW, ib/4, 16, 4]``
 after that shift is not this kernel's: :func:`plan` returns None), and per output
 channel (padded to OB x 16) ``bias`` = ``-za * sum(w)`` (the u8 zero point's
 compensation: ``sum (ua - za) w = sum ua w - za sum w``; a constant op bias is added in),
-``mult``, ``lshift``, ``rshift``, ``half``, ``adj`` (TFLite fixed point in the fewer ops
-of :func:`requantize_nonneg`).
+``mult``, ``total``, ``half`` (TFLite's single-rounding fixed point,
+:func:`requantize_clamped`).
 Padded output channels have zero weights, bias and multiplier: they hold the clamped
 output zero point, as the op's reference says.
 """
@@ -102,7 +102,9 @@ def pack_weights(w: np.ndarray, w_unsigned: bool, w_zero, cb: int, ib: int, bloc
 
 
 def channel_constants(op, w: np.ndarray, w_unsigned: bool, obn: int, block: int) -> dict[str, np.ndarray]:
-    """bias' (the zero-point compensation), mult, lshift, rshift, padded to obn x block."""
+    """bias' (the zero-point compensation) and the requantization's ``mult``, ``total``
+    (the right shift, ``31 - shift``) and ``half`` (``2**(total-1)``) per output channel,
+    padded to obn x block (padded channels: multiplier 0, so they hold the zero point)."""
     from dlc.dialects.graph import requant
 
     o = w.shape[0]
@@ -111,41 +113,36 @@ def channel_constants(op, w: np.ndarray, w_unsigned: bool, obn: int, block: int)
     mult, shift = requant.quantize_multipliers(np.broadcast_to(np.asarray(op.multipliers(), np.float64), (o,)))
     total = obn * block
 
-    def padded(values) -> np.ndarray:
-        out = np.zeros(total, np.int64)
+    def padded(values, fill: int = 0) -> np.ndarray:
+        out = np.full(total, fill, np.int64)
         out[:o] = values
         return out
 
     mult = np.asarray(mult, np.int64)
     if np.any(mult < 0) or np.any(mult >= 1 << 31):
         raise ValueError("requantization multipliers must be in [0, 2**31)")
-    rshift = padded(np.maximum(-np.asarray(shift, np.int64), 0))
+    right = padded(31 - np.asarray(shift, np.int64), fill=31)
+    if np.any(right < 1) or np.any(right > 62):
+        raise ValueError("requantization shifts must leave a right shift in 1..62")
     return {
         "bias": _wrap_i32(padded(-int(op.x_zero_point[0]) * colsum)),
         "mult": padded(mult),
-        "lshift": padded(np.maximum(shift, 0)).astype(np.int32),
-        "rshift": rshift,
-        "half": (1 << rshift) >> 1,
-        "adj": np.minimum(rshift, 1),
+        "total": right,
+        "half": np.int64(1) << (right - 1),
     }
 
 
-def requantize_nonneg(kb: KernelBuilder, x, mult, lshift, rshift, half, adj):
-    """TFLite ``MultiplyByQuantizedMultiplier(x, mult, shift)`` for ``0 <= mult < 2**31``
-    (every multiplier of a positive scale; i64 ``mult``, ``rshift``, ``half = (1 << rshift)
-    >> 1``, ``adj = min(rshift, 1)`` per channel), in fewer vector ops than the general
-    :func:`quantized_fast.requantize`: with ``p = (x << lshift) * mult`` (no overflow in
-    i64), SRDHM's nudged truncating division by 2**31 is ``(p + 2**30) >> 31`` for either
-    sign of ``p`` (for ``p < 0``: ``trunc((p + 1 - 2**30) / 2**31) = floor((p + 2**30) /
-    2**31)``), and its saturating case needs ``mult = INT32_MIN``; RoundingDivideByPOT
-    (half away from zero) is ``(s + half - (s < 0 ? adj : 0)) >> rshift``, in i64 so the
-    bias cannot overflow. Equal to the reference for every i32 ``x`` (the tests check it)."""
+def requantize_clamped(kb: KernelBuilder, x, mult, total, half, zero_point: int, lo: int, hi: int):
+    """``clamp(MBQM(x) + zero_point, lo, hi)`` with TFLite's single-rounding
+    MultiplyByQuantizedMultiplier ``(x * mult + half) >> total`` in i64 (``half =
+    2**(total-1)`` precomputed per channel, as the op's numpy twin
+    ``requant.multiply_by_quantized_multiplier``). The i32 saturation of MBQM is left out:
+    the clamp to the 8-bit range, done in i64, gives the same result for every i32 ``x``."""
     e = kb.emit
-    xs = e(arith.ExtSIOp(e(arith.ShLIOp(x, lshift)), i64))
-    p = e(arith.MuliOp(xs, mult))
-    s = e(arith.ShRSIOp(e(arith.AddiOp(p, kb.const(1 << 30, i64))), kb.const(31, i64)))
-    negative = e(arith.AndIOp(e(arith.ShRSIOp(s, kb.const(63, i64))), adj))
-    r = e(arith.ShRSIOp(e(arith.SubiOp(e(arith.AddiOp(s, half)), negative)), rshift))
+    p = e(arith.MuliOp(e(arith.ExtSIOp(x, i64)), mult))
+    r = e(arith.ShRSIOp(e(arith.AddiOp(p, half)), total))
+    r = e(arith.AddiOp(r, kb.const(zero_point, i64)))
+    r = e(arith.MinSIOp(e(arith.MaxSIOp(r, kb.const(lo, i64))), kb.const(hi, i64)))
     return e(arith.TruncIOp(r, i32))
 
 
@@ -161,13 +158,13 @@ def lower_qconv2d_nchwc(op, name: str) -> func.FuncOp:
     n, cb, h, wd, ib = x_t.get_shape()
     _, obn, oh, ow, block = out_t.get_shape()
     if w is None:
-        raise LoweringError(op, f"graph.qconv2d_nchwc needs a constant weight (graph.constant / graph.weight)")
+        raise LoweringError(op, "graph.qconv2d_nchwc needs a constant weight (graph.constant / graph.weight)")
     if block != LANES:
         raise LoweringError(op, f"graph.qconv2d_nchwc's kernel writes blocks of {LANES} channels, got {block}")
     w_unsigned = quant_range(w_t.element_type)[0] == 0
     wp = pack_weights(w, w_unsigned, op.w_zero_point, cb, ib, block)
     if wp is None:
-        raise LoweringError(op, f"graph.qconv2d_nchwc needs a weight zero point of 0 (128 for ui8 weights)")
+        raise LoweringError(op, "graph.qconv2d_nchwc needs a weight zero point of 0 (128 for ui8 weights)")
     _, _, kh, kw = w.shape
     cols, blocks = register_tile(ow, obn)
     plan = QConvNCHWcPlan(n, cb, ib, obn, oh, ow, kh, kw, tuple(op.strides), tuple(op.dilations), cols, blocks)
@@ -233,9 +230,7 @@ def _tile(kb: KernelBuilder, plan: QConvNCHWcPlan, buf, bias, outer, ow0, cols: 
         v = kb.emit(arith.AddiOp(kb.load(accm, [b, t, lane]), kb.load(buf["bias"], [ch])))
         if bias is not None:  # the op's i32 bias (wrapping adds): real channels only
             v = _add_bias(kb, v, bias, ch, plan.obn * LANES)
-        q = requantize_nonneg(kb, v, *(kb.load(buf[key], [ch]) for key in ("mult", "lshift", "rshift", "half", "adj")))
-        q = kb.emit(arith.AddiOp(q, _c32(kb, zo)))
-        q = kb.emit(arith.MinSIOp(kb.emit(arith.MaxSIOp(q, _c32(kb, lo))), _c32(kb, hi)))
+        q = requantize_clamped(kb, v, *(kb.load(buf[key], [ch]) for key in ("mult", "total", "half")), zo, lo, hi)
         kb.store(kb.emit(arith.TruncIOp(q, I8)), out, [iv_n, ob, iv_oh, kb.iadd(ow0, t), lane])
 
 

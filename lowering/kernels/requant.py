@@ -41,36 +41,6 @@ def per_channel(kb: KernelBuilder, values: Sequence[int], channel: Index, et=i32
     return kb.load(table(kb, values, et), [channel])
 
 
-def srdhm(kb: KernelBuilder, a: SSAValue, m: Value) -> SSAValue:
-    """gemmlowp SaturatingRoundingDoublingHighMul(a, m) for m in [0, 2**31) (never
-    INT32_MIN, so the saturating case cannot occur): the product in i64, nudged, divided
-    by 2**31 toward zero."""
-    ab = kb.emit(arith.MuliOp(kb.emit(arith.ExtSIOp(a, i64)), kb.emit(arith.ExtSIOp(_v(kb, m), i64))))
-    zero = kb.const(0, i64)
-    nonneg = kb.emit(arith.CmpiOp(ab, zero, "sge"))
-    nudged = kb.emit(arith.AddiOp(ab, kb.select(nonneg, kb.const(1 << 30, i64), kb.const(1 - (1 << 30), i64))))
-    # C division by 2**31 truncates: shift the magnitude
-    pos = kb.emit(arith.CmpiOp(nudged, zero, "sge"))
-    thirty_one = kb.const(31, i64)
-    up = kb.emit(arith.ShRSIOp(nudged, thirty_one))
-    down = kb.emit(arith.SubiOp(zero, kb.emit(arith.ShRSIOp(kb.emit(arith.SubiOp(zero, nudged)), thirty_one))))
-    return kb.emit(arith.TruncIOp(kb.select(pos, up, down), i32))
-
-
-def rounding_divide_by_pot(kb: KernelBuilder, x: SSAValue, exponent: Value) -> SSAValue:
-    """gemmlowp RoundingDivideByPOT(x, exponent), 0 <= exponent <= 31, on i32."""
-    if isinstance(exponent, int) and exponent == 0:
-        return x
-    e = _v(kb, exponent)
-    one, zero = kb.const(1, i32), kb.const(0, i32)
-    mask = kb.emit(arith.SubiOp(kb.emit(arith.ShLIOp(one, e)), one))
-    remainder = kb.emit(arith.AndIOp(x, mask))
-    negative = kb.emit(arith.CmpiOp(x, zero, "slt"))
-    threshold = kb.emit(arith.AddiOp(kb.emit(arith.ShRSIOp(mask, one)), kb.select(negative, one, zero)))
-    bump = kb.select(kb.emit(arith.CmpiOp(remainder, threshold, "sgt")), one, zero)
-    return kb.emit(arith.AddiOp(kb.emit(arith.ShRSIOp(x, e)), bump))
-
-
 def mbqm(kb: KernelBuilder, acc: SSAValue, m: Value, shift: Value) -> SSAValue:
     """TFLite's single-rounding MultiplyByQuantizedMultiplier(acc, m, shift) on i32:
     ``(acc * m + 2**(t-1)) >> t`` in i64 with ``t = 31 - shift``, saturated to i32."""

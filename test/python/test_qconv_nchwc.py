@@ -225,17 +225,20 @@ def test_requantization_extremes_equal_reference(y_scale, mid):  # left shifts, 
     np.testing.assert_array_equal(compile(module)(x)[0], want)
 
 
-def test_requantize_nonneg_formula_equals_tflite():
-    """The identity requantize_nonneg emits, in numpy, against TFLite's fixed point on
-    random i32 accumulators and multipliers of positive scales (shifts of both signs)."""
+def test_requantize_clamped_formula_equals_the_ops_fixed_point():
+    """The i64 formula requantize_clamped emits (precomputed total and half, no i32
+    saturation before the clamp), in numpy, against the op's fixed point (MBQM, saturate,
+    add the zero point, clamp) on random i32 accumulators and multipliers above and
+    below 1."""
     from dlc.dialects.graph import requant
-    from dlc.lowering.kernels.quantized_fast import requantize_reference
 
     x = np.concatenate([RNG.integers(-2**31, 2**31, 200_000), RNG.integers(-3000, 3000, 200_000),
                         [-2**31, 2**31 - 1, 0, -1, 1]]).astype(np.int64)
-    m, shift = (np.asarray(v, np.int64) for v in requant.quantize_multipliers(RNG.uniform(1e-6, 3.0, x.size)))
-    lshift, rshift = np.maximum(shift, 0), np.maximum(-shift, 0)
-    p = (((x << lshift) + 2**31) % 2**32 - 2**31) * m
-    s = (p + (1 << 30)) >> 31
-    got = (s + ((1 << rshift) >> 1) - np.where(s < 0, np.minimum(rshift, 1), 0)) >> rshift
-    np.testing.assert_array_equal(got, requantize_reference(x, m, shift))
+    real = RNG.uniform(1e-6, 3.0, x.size)
+    m, shift = (np.asarray(v, np.int64) for v in requant.quantize_multipliers(real))
+    total = 31 - shift
+    half = np.int64(1) << (total - 1)
+    for zp, lo, hi in ((0, 0, 255), (128, 0, 255), (-3, -128, 127), (9, 20, 200)):
+        got = np.clip(((x * m + half) >> total) + zp, lo, hi)
+        want = np.clip(requant.multiply_by_quantized_multiplier(x, m, shift) + zp, lo, hi)
+        np.testing.assert_array_equal(got, want)
