@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Operation
+from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -38,23 +38,40 @@ from dlc.dialects.graph.decompose import Emitter
 from dlc.dialects.traits import Composite
 
 
+def expand(op: Operation) -> tuple[list[Operation], SSAValue]:
+    """``op``'s core-op expansion (ops, result): its ``decompose``, with any composite op
+    that decomposition built (attention builds a softmax) expanded in place, depth first."""
+    emitter = Emitter(op.operands[0])
+    result = op.get_trait(Composite).decompose(op, emitter)
+    if result.type != op.results[0].type:  # a decomposition bug, not a user error
+        raise PassFailedException(
+            f"legalize: expansion of {describe_op(op)} gives {result.type}, "
+            f"expected {op.results[0].type}"
+        )
+    ops: list[Operation] = []
+    for new in emitter.ops:
+        if new.get_trait(Composite) is None:
+            ops.append(new)
+            continue
+        inner_ops, inner = expand(new)
+        ops.extend(inner_ops)
+        if result is new.results[0]:
+            result = inner
+        new.results[0].replace_all_uses_with(inner)
+        new.erase()
+    return ops, result
+
+
 class ExpandCompositeOps(RewritePattern):
     """Replace a composite graph op by its core-op expansion."""
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
-        composite = op.get_trait(Composite)
-        if composite is None:
+        if op.get_trait(Composite) is None:
             return
-        emitter = Emitter(op.operands[0])
-        result = composite.decompose(op, emitter)
-        if result.type != op.results[0].type:  # a decomposition bug, not a user error
-            raise PassFailedException(
-                f"legalize: expansion of {describe_op(op)} gives {result.type}, "
-                f"expected {op.results[0].type}"
-            )
-        for new in emitter.ops:
+        ops, result = expand(op)
+        for new in ops:
             new.location = op.location  # later diagnostics point at the composite op
-        rewriter.replace(op, emitter.ops, [result])
+        rewriter.replace(op, ops, [result])
 
 
 @dataclass(frozen=True)
@@ -64,5 +81,5 @@ class LegalizePass(ModulePass):
     name = "legalize"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        # one walk: expansions hold only core ops, nothing to revisit
+        # one walk: expand() leaves only core ops, nothing to revisit
         PatternRewriteWalker(ExpandCompositeOps(), apply_recursively=False).rewrite_module(op)

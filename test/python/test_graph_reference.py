@@ -362,6 +362,20 @@ CASES = [
          onnx_run("ConvInteger", [x, w, np.array(128, np.uint8)], {"pads": [1, 1, 1, 0]}, opset=10)[0].astype(np.int64)
          + b.reshape(1, 2, 1, 1), [np.float64(np.float32(0.05)) * np.float64(np.float32(s)) / np.float64(np.float32(0.2))
                                    for s in (0.01, 0.02)], 120, 0, 255, axis=1).astype(np.uint8)),
+    # blocked int8 conv (alter-op-layout builds it): x NCHW4c already padded, 3 real input
+    # channels of 4, 3 output channels in one 16-channel block (the 13 past them: the zero point)
+    ("qconv2d_nchwc", g.QConv2DNCHWcOp, [_QRNG.integers(0, 256, (1, 1, 7, 6, 4)).astype(np.uint8),
+                                         _QRNG.integers(-127, 128, (3, 3, 3, 3)).astype(np.int8),
+                                         np.array([100, -700, 5], np.int32)],
+     {"strides": [2, 1], "x_scale": [0.05], "x_zero_point": [128], "w_scale": [0.01, 0.02, 0.03], "y_scale": [0.2],
+      "y_zero_point": [120]},
+     lambda x, w, b: np.concatenate([
+         _tflite_requant(onnx_run("ConvInteger", [x[:, 0, :, :, :3].transpose(0, 3, 1, 2).copy(), w,
+                                                   np.array(128, np.uint8)], {"strides": [2, 1]}, opset=10)[0]
+                         .astype(np.int64) + b.reshape(1, 3, 1, 1),
+                         [np.float64(np.float32(0.05)) * np.float64(np.float32(s)) / np.float64(np.float32(0.2))
+                          for s in (0.01, 0.02, 0.03)], 120, 0, 255, axis=1),
+         np.full((1, 13, 3, 4), 120)], axis=1).astype(np.uint8).transpose(0, 2, 3, 1)[:, None]),
     ("qdense", g.QDenseOp, [_QRNG.integers(-128, 128, (3, 7)).astype(np.int8),
                             _QRNG.integers(-127, 128, (2, 7)).astype(np.int8)],
      {"x_scale": [0.1], "x_zero_point": [-5], "w_scale": [0.01], "y_scale": [0.2]},

@@ -39,6 +39,7 @@ OLD_ELEMENTWISE = {
 # so this file must be updated with every new op (docs/adding-an-op.md).
 ADDED_ELEMENTWISE = {"graph.softsign"}
 ADDED_LAYOUT_FREE_UNARY = ("graph.softsign",)
+ADDED_LAYOUT_FREE_BINARY = ("graph.qadd",)  # int8 residuals of a blocked chain
 # fuse-ops
 DENSE_PRODUCERS = ("graph.conv2d", "graph.matmul", "graph.conv2d_nchwc", "graph.depthwise_conv2d_nchwc")
 OTHER_PRODUCERS = ("graph.max_pool2d", "graph.avg_pool2d", "graph.reduce_sum", "graph.reduce_mean",
@@ -96,7 +97,8 @@ def test_layout_free_is_the_old_sets():
 
     reductions = [op for op in g.GRAPH_OPS if free(op) and issubclass(op, g.ReduceOp)]
     others = [op for op in g.GRAPH_OPS if free(op) and not issubclass(op, g.ReduceOp)]
-    assert {op.name for op in others if free(op).blocked is None} == set(LAYOUT_FREE_UNARY + LAYOUT_FREE_BINARY + ADDED_LAYOUT_FREE_UNARY)
+    assert {op.name for op in others if free(op).blocked is None} == set(LAYOUT_FREE_UNARY + LAYOUT_FREE_BINARY + ADDED_LAYOUT_FREE_UNARY
+                                                                           + ADDED_LAYOUT_FREE_BINARY)
     assert {op.name: free(op).blocked for op in others if free(op).blocked} == BLOCKED_POOLS
     assert {op.name for op in reductions} == set(SPATIAL_REDUCTIONS)
     assert {op.name: free(op).blocked for op in reductions if free(op).blocked} == GLOBAL_POOLS

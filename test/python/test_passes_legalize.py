@@ -74,6 +74,9 @@ CASES = [
     (g.SoftplusOp, [rand(3, 11)], {}),
     (g.SoftplusOp, [rand(97, low=-40.0, high=40.0)], {}),
     (g.ReciprocalOp, [positive(3, 7) * np.sign(rand(3, 7))], {}),
+    (g.AttentionOp, [rand(1, 5, 2, 4), rand(1, 7, 2, 4), rand(1, 7, 2, 3), rand(1, 1, 5, 7)],
+     {"scale": 0.5, "q_perm": [0, 2, 1, 3], "k_perm": [0, 2, 1, 3], "v_perm": [0, 2, 1, 3], "out_perm": [0, 2, 1, 3]}),
+    (g.AttentionOp, [rand(2, 3, 5, 4), rand(2, 3, 4, 6), rand(2, 3, 6, 4)], {"scale": 0.25, "k_perm": [0, 1, 3, 2]}),
 ]
 
 
