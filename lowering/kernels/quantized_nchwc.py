@@ -27,8 +27,8 @@ Compile-time constants (weights store): ``wp`` ``[OB, CB, KH, KW, ib/4, 16, 4]``
 after that shift is not this kernel's: :func:`plan` returns None), and per output
 channel (padded to OB x 16) ``bias`` = ``-za * sum(w)`` (the u8 zero point's
 compensation: ``sum (ua - za) w = sum ua w - za sum w``; a constant op bias is added in),
-``mult``, ``lshift``, ``rshift``, ``half``, ``adj`` (TFLite fixed point in the fewer ops
-of :func:`requantize_nonneg`).
+i64 ``mult``, ``total``, ``half`` (TFLite's single-rounding fixed point, as the op's
+reference: ``lowering/kernels/requant.requantize_i64``).
 Padded output channels have zero weights, bias and multiplier: they hold the clamped
 output zero point, as the op's reference says.
 """
@@ -46,6 +46,7 @@ from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import KernelBuilder
 from dlc.lowering.kernels.forms import QCONV2D_NCHWC
 from dlc.lowering.kernels.quantized_fast import _c32, _constant, _wrap_i32
+from dlc.lowering.kernels.requant import requantize_i64, rounding_constants
 
 LANES, GROUP = 16, 4
 I8 = IntegerType(8)
@@ -102,51 +103,38 @@ def pack_weights(w: np.ndarray, w_unsigned: bool, w_zero, cb: int, ib: int, bloc
 
 
 def channel_constants(op, w: np.ndarray, w_unsigned: bool, obn: int, block: int) -> dict[str, np.ndarray]:
-    """bias' (the zero-point compensation), mult, lshift, rshift, padded to obn x block."""
+    """bias' (the zero-point compensation), mult, total, half, padded to obn x block
+    (padded channels: multiplier 0)."""
     from dlc.dialects.graph import requant
 
     o = w.shape[0]
     wi = w.astype(np.int64) - (128 if w_unsigned else 0)
     colsum = wi.reshape(o, -1).sum(axis=1)
     mult, shift = requant.quantize_multipliers(np.broadcast_to(np.asarray(op.multipliers(), np.float64), (o,)))
-    total = obn * block
+    channels = obn * block
 
     def padded(values) -> np.ndarray:
-        out = np.zeros(total, np.int64)
+        out = np.zeros(channels, np.int64)
         out[:o] = values
         return out
 
     mult = np.asarray(mult, np.int64)
     if np.any(mult < 0) or np.any(mult >= 1 << 31):
         raise ValueError("requantization multipliers must be in [0, 2**31)")
-    rshift = padded(np.maximum(-np.asarray(shift, np.int64), 0))
+    total = _padded_total(rounding_constants(mult, shift)[1], channels)
     return {
         "bias": _wrap_i32(padded(-int(op.x_zero_point[0]) * colsum)),
         "mult": padded(mult),
-        "lshift": padded(np.maximum(shift, 0)).astype(np.int32),
-        "rshift": rshift,
-        "half": (1 << rshift) >> 1,
-        "adj": np.minimum(rshift, 1),
+        "total": total,
+        "half": np.left_shift(np.int64(1), total - 1),
     }
 
 
-def requantize_nonneg(kb: KernelBuilder, x, mult, lshift, rshift, half, adj):
-    """TFLite ``MultiplyByQuantizedMultiplier(x, mult, shift)`` for ``0 <= mult < 2**31``
-    (every multiplier of a positive scale; i64 ``mult``, ``rshift``, ``half = (1 << rshift)
-    >> 1``, ``adj = min(rshift, 1)`` per channel), in fewer vector ops than the general
-    :func:`quantized_fast.requantize`: with ``p = (x << lshift) * mult`` (no overflow in
-    i64), SRDHM's nudged truncating division by 2**31 is ``(p + 2**30) >> 31`` for either
-    sign of ``p`` (for ``p < 0``: ``trunc((p + 1 - 2**30) / 2**31) = floor((p + 2**30) /
-    2**31)``), and its saturating case needs ``mult = INT32_MIN``; RoundingDivideByPOT
-    (half away from zero) is ``(s + half - (s < 0 ? adj : 0)) >> rshift``, in i64 so the
-    bias cannot overflow. Equal to the reference for every i32 ``x`` (the tests check it)."""
-    e = kb.emit
-    xs = e(arith.ExtSIOp(e(arith.ShLIOp(x, lshift)), i64))
-    p = e(arith.MuliOp(xs, mult))
-    s = e(arith.ShRSIOp(e(arith.AddiOp(p, kb.const(1 << 30, i64))), kb.const(31, i64)))
-    negative = e(arith.AndIOp(e(arith.ShRSIOp(s, kb.const(63, i64))), adj))
-    r = e(arith.ShRSIOp(e(arith.SubiOp(e(arith.AddiOp(s, half)), negative)), rshift))
-    return e(arith.TruncIOp(r, i32))
+def _padded_total(total: np.ndarray, channels: int) -> np.ndarray:
+    """``31 - shift`` per channel, 31 (shift 0, with multiplier 0) past the real ones."""
+    out = np.full(channels, 31, np.int64)
+    out[: total.size] = total
+    return out
 
 
 @kernel("graph.qconv2d_nchwc")
@@ -233,9 +221,7 @@ def _tile(kb: KernelBuilder, plan: QConvNCHWcPlan, buf, bias, outer, ow0, cols: 
         v = kb.emit(arith.AddiOp(kb.load(accm, [b, t, lane]), kb.load(buf["bias"], [ch])))
         if bias is not None:  # the op's i32 bias (wrapping adds): real channels only
             v = _add_bias(kb, v, bias, ch, plan.obn * LANES)
-        q = requantize_nonneg(kb, v, *(kb.load(buf[key], [ch]) for key in ("mult", "lshift", "rshift", "half", "adj")))
-        q = kb.emit(arith.AddiOp(q, _c32(kb, zo)))
-        q = kb.emit(arith.MinSIOp(kb.emit(arith.MaxSIOp(q, _c32(kb, lo))), _c32(kb, hi)))
+        q = requantize_i64(kb, v, *(kb.load(buf[key], [ch]) for key in ("mult", "total", "half")), zo, lo, hi)
         kb.store(kb.emit(arith.TruncIOp(q, I8)), out, [iv_n, ob, iv_oh, kb.iadd(ow0, t), lane])
 
 

@@ -1,0 +1,129 @@
+"""The int8 depthwise convolution of the blocked layout (graph.qdepthwise_conv2d_nchwc,
+kernels/quantized_depthwise_nchwc.py, its schedule in schedule/defaults_quantized.py) and
+alter-op-layout's int8 depthwise chains: the compiled kernel equals an independent integer
+numpy reference (and the op's reference) exactly, on odd channel counts (masked tail blocks),
+planes and strides; a MobileNet-style blocked chain equals the plain int8 path exactly and
+never leaves NCHW{b}c."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from dlc.dialects import graph as g
+from dlc.dialects.graph import requant
+from dlc.driver import compile, run_pass
+from test_qconv_nchwc import _const, _kernel_forms, _module, quant_attrs, s8, u8, RNG
+
+
+def _independent(x, w, b, attrs, strides, lo, hi, signed):
+    """Direct loops over blocked x (no im2col, no op code): sum (x - zx)(w - zw) + b,
+    requant.requantize per channel, padded channels the clamped output zero point."""
+    n, cb, h, wd, blk = x.shape
+    c, _, kh, kw = w.shape
+    sh, sw = strides
+    oh, ow = (h - kh) // sh + 1, (wd - kw) // sw + 1
+    zx = attrs["x_zero_point"][0]
+    zw = np.broadcast_to(np.asarray(attrs["w_zero_point"], np.int64), (c,))
+    f32 = lambda v: np.asarray(v, np.float32).astype(np.float64)  # the attributes are f32
+    real = f32(attrs["x_scale"][0]) * f32(attrs["w_scale"]) / f32(attrs["y_scale"][0])
+    real = np.broadcast_to(real, (c,))
+    zo = attrs["y_zero_point"][0]
+    out = np.full((n, cb, oh, ow, blk), np.clip(zo, lo, hi), np.int64)
+    xi = x.astype(np.int64) - zx
+    for ch in range(c):
+        blk_i, lane = divmod(ch, blk)
+        acc = np.zeros((n, oh, ow), np.int64)
+        for i in range(kh):
+            for j in range(kw):
+                tap = xi[:, blk_i, i: i + sh * (oh - 1) + 1: sh, j: j + sw * (ow - 1) + 1: sw, lane]
+                acc += tap * (int(w[ch, 0, i, j]) - zw[ch])
+        if b is not None:
+            acc += int(b[ch])
+        out[:, blk_i, :, :, lane] = requant.requantize(requant.wrap_i32(acc), real[ch], zo, lo, hi, None)
+    return out.astype(np.int8 if signed else np.uint8)
+
+
+@pytest.mark.parametrize("c,blk,hw,stride,xz,per_channel,bias,signed", [
+    (1, 16, (5, 5), 1, 128, True, True, False),     # one channel: 15 padded lanes
+    (3, 4, (9, 9), 2, 0, False, True, False),       # a 3-channel block of 4, stride 2
+    (17, 16, (9, 9), 1, 77, True, False, False),    # 17: a tail block of 1 channel
+    (35, 16, (1, 1), 1, 128, True, True, False),    # 1x1 plane, 3 blocks
+    (35, 16, (5, 5), 2, 200, True, True, False),    # stride 2, masked tail block
+    (17, 16, (9, 9), 2, -3, True, True, True),      # s8 activations
+    (16, 16, (11, 19), 1, 5, False, True, False),   # a row of 19: a tail nest of 3 pixels
+])
+def test_qdepthwise_nchwc_equals_integer_reference(c, blk, hw, stride, xz, per_channel, bias, signed):
+    cb = -(-c // blk)
+    k = 3
+    shape = (1, cb, (hw[0] - 1) * stride + k, (hw[1] - 1) * stride + k, blk)  # padded input: OH x OW = hw
+    x = s8(*shape) if signed else u8(*shape)
+    w = s8(c, 1, k, k) if signed or c % 2 else u8(c, 1, k, k)
+    wz = [int(v) for v in RNG.integers(-5, 5, c)] if signed or c % 2 else [128]
+    b = RNG.integers(-3000, 3000, c).astype(np.int32) if bias else None
+    attrs = dict(quant_attrs(c, xz, per_channel), w_zero_point=wz if len(wz) == 1 or per_channel else wz[:1],
+                 strides=[stride, stride], out_min=(-100 if signed else 5))
+    if not per_channel:
+        attrs["w_zero_point"] = wz[:1]
+
+    def build(ops, xv):
+        consts = [_const(ops, w)] + ([_const(ops, b)] if b is not None else [])
+        op = g.QDepthwiseConv2DNCHWcOp.make(xv, *consts, **attrs)
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    op = next(o_ for o_ in module.walk() if isinstance(o_, g.QDepthwiseConv2DNCHWcOp))
+    lo, hi = op.out_range()
+    want = _independent(x, w, b, attrs, (stride, stride), lo, hi, signed)
+    np.testing.assert_array_equal(op.reference(x, *([w] if b is None else [w, b]))[0], want)
+    assert _kernel_forms(module.clone()) == ["qdepthwise_nchwc"]
+    got = compile(module)(x)[0]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+def _mobilenet_chain(c: int, o: int, xz: int, per_channel: bool):
+    """qconv 3x3 s2 -> dw 3x3 s1 -> qconv 1x1 -> dw 3x3 s2 -> qconv 1x1 (relu clamps)."""
+    weights = [s8(o, c, 3, 3), s8(o, 1, 3, 3), s8(o, o, 1, 1), s8(o, 1, 3, 3), s8(5, o, 1, 1)]
+    biases = [RNG.integers(-500, 500, wt.shape[0]).astype(np.int32) for wt in weights]
+
+    def build(ops, xv):
+        v, zin = xv, xz
+        for i, (stride, groups) in enumerate([(2, 1), (1, o), (1, 1), (2, o), (1, 1)]):
+            n, k = weights[i].shape[0], weights[i].shape[2]
+            attrs = dict(quant_attrs(n, zin, per_channel, yz=7), strides=[stride] * 2,
+                         padding=[k // 2] * 4, groups=groups, out_min=7)
+            op = g.QConv2DOp.make(v, _const(ops, weights[i]), _const(ops, biases[i]), **attrs)
+            ops.append(op)
+            v, zin = op.results[0], 7
+        return v
+
+    return build
+
+
+@pytest.mark.parametrize("c,o,hw,xz,per_channel", [(3, 17, 13, 128, True), (5, 32, 9, 0, False)])
+def test_mobilenet_chain_stays_blocked_and_equals_plain_path(c, o, hw, xz, per_channel):
+    x = u8(1, c, hw, hw)
+    module = _module(_mobilenet_chain(c, o, xz, per_channel), x)
+    blocked = module.clone()
+    run_pass("alter-op-layout", blocked)
+    names = [op.name for op in blocked.walk()]
+    assert names.count("graph.qdepthwise_conv2d_nchwc") == 2 and "graph.qconv2d" not in names
+    assert names.count("graph.layout_transform") == 2  # the image in, the result out
+    want = compile(module.clone(), layout="NCHW")(x)[0]
+    got = compile(module)(x)[0]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_depthwise_of_a_plain_value_stays_plain():
+    x = u8(1, 8, 6, 6)
+
+    def build(ops, xv):
+        op = g.QConv2DOp.make(xv, _const(ops, s8(8, 1, 3, 3)), groups=8, padding=[1] * 4, **quant_attrs(8, 3, True))
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    run_pass("alter-op-layout", module)
+    assert not any(op.name == "graph.qdepthwise_conv2d_nchwc" for op in module.walk())
