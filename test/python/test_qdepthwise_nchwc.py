@@ -127,3 +127,62 @@ def test_depthwise_of_a_plain_value_stays_plain():
     module = _module(build, x)
     run_pass("alter-op-layout", module)
     assert not any(op.name == "graph.qdepthwise_conv2d_nchwc" for op in module.walk())
+
+
+def _mobilenet_onnx():
+    """A MobileNet-V2-style ONNX model: conv 3x3 s2 -> inverted residual (1x1 expand to 32,
+    depthwise 3x3, 1x1 project, residual add) -> 1x1 expand to 35 (a masked tail block) ->
+    depthwise 3x3 s2 -> 1x1 -> global average pool -> gemm; ReLU6 as Clip."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(18)
+
+    def init(name, *shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    inits, nodes = [], []
+
+    def conv(x, name, cin, cout, k=1, stride=1, groups=1, act=True):
+        inits.extend([init(f"{name}_w", cout, cin // groups, k, k), init(f"{name}_b", cout, scale=0.1)])
+        nodes.append(helper.make_node("Conv", [x, f"{name}_w", f"{name}_b"], [f"{name}_c"], name=name,
+                                      pads=[k // 2] * 4, strides=[stride] * 2, group=groups))
+        if not act:
+            return f"{name}_c"
+        nodes.append(helper.make_node("Clip", [f"{name}_c", "zero", "six"], [f"{name}_r"]))
+        return f"{name}_r"
+
+    inits += [numpy_helper.from_array(np.float32(0), "zero"), numpy_helper.from_array(np.float32(6), "six")]
+    a = conv("x", "stem", 3, 16, 3, 2)
+    b = conv(conv(conv(a, "e1", 16, 32), "d1", 32, 32, 3, 1, 32), "p1", 32, 16, act=False)
+    nodes.append(helper.make_node("Add", [a, b], ["res"]))
+    c = conv(conv(conv("res", "e2", 16, 35), "d2", 35, 35, 3, 2, 35), "p2", 35, 24, act=False)
+    nodes += [helper.make_node("GlobalAveragePool", [c], ["g"]), helper.make_node("Flatten", ["g"], ["f"]),
+              helper.make_node("Gemm", ["f", "fc_w", "fc_b"], ["y"], transB=1)]
+    inits += [init("fc_w", 10, 24), init("fc_b", 10, scale=0.1)]
+    graph = helper.make_graph(nodes, "mb", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 34, 34])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 10])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_qdq_mobilenet_matches_onnxruntime_and_stays_blocked(tmp_path):
+    """onnxruntime's quantize_static model of a small MobileNet: dlc's output within one
+    quantization step of onnxruntime's, its depthwise convs the blocked int8 kernel and the
+    only layout transforms the image's and the head's."""
+    import re
+
+    import dlc
+    from dlc.bench.quant_accuracy import ort_quantize, ort_session, output_step, random_inputs
+
+    model = _mobilenet_onnx()
+    qdq = ort_quantize(model, random_inputs(model, 4, seed=1), str(tmp_path))
+    compiled = dlc.compile(qdq, num_threads=2)
+    kernels = re.findall(r"define void @\"(main_\d+_\w+)\"", compiled.llvm_ir)
+    ops = [re.sub(r"main_\d+_", "", k) for k in kernels]
+    assert ops.count("qdepthwise_conv2d_nchwc") == 2 and "qconv2d" not in ops, ops
+    assert ops.count("layout_transform") <= 2, ops
+    session = ort_session(qdq)
+    step = output_step(qdq)
+    for x in random_inputs(model, 4, seed=2):
+        diff = np.abs(compiled(x)[0] - session.run(None, {"x": x})[0])
+        assert diff.max() <= step * 1.0001, (diff.max(), step)
