@@ -29,7 +29,7 @@ TVM's x86 conv2d_NCHWc strategy. In every graph function:
   (finite, and the next conv's weights there are zero);
 * each int8 depthwise ``qconv2d`` (groups = channels, constant weight) of a blocked
   value becomes ``qdepthwise_conv2d_nchwc`` in the input's block (u8 or s8, any weight
-  zero point), its padding a ``graph.pad`` of x's zero point: a MobileNet int8 chain
+  zero point), its padding kept in the op (x's zero point): a MobileNet int8 chain
   conv1x1 -> depthwise -> conv1x1 stays blocked; of a plain value it stays plain;
 * the blocked layout propagates through the ops that do not care about it (those
   declaring ``LayoutFree``, ``dialects/traits.py``): elementwise unary ops that map 0
@@ -253,15 +253,11 @@ class _FunctionRewrite:
 
     def _convert_qdepthwise(self, op: g.QConv2DOp) -> None:
         """int8 depthwise conv of a blocked value: ``qdepthwise_conv2d_nchwc`` in the
-        input's block, its padding an explicit graph.pad of x's zero point (real 0; any
-        stride: the u8 copy is a quarter of the float one), the OIHW weight kept (the
+        input's block, the padding kept in the op (its kernel selects x's zero point at the
+        border taps: a graph.pad per layer measured dearer), the OIHW weight kept (the
         kernel packs it per block)."""
         x = self.blocked[op.operands[0]]
-        pads = tuple(op.padding)
-        if pads != (0, 0, 0, 0):
-            x = self._padded(x, pads, op, float(op.x_zero_point[0]))
-        skip = {"padding", "groups"}
-        attrs = {k: v for k, v in op.attributes.items() if "." not in k and k not in skip}
+        attrs = {k: v for k, v in op.attributes.items() if "." not in k and k != "groups"}
         self._replace(op, g.QDepthwiseConv2DNCHWcOp.make(*([x] + list(op.operands[1:])), **attrs))
 
     def _padded(self, x: SSAValue, pads: tuple[int, int, int, int], before: Operation,

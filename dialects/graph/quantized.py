@@ -77,7 +77,7 @@ from dlc.dialects.graph_base import (
     tensor_type,
 )
 from dlc.dialects.graph.common import _contiguous, _expect_count, Types
-from dlc.dialects.graph.conv import _conv2d_nchw, _conv_out, _GroupedConvWindow, _window_attrs
+from dlc.dialects.graph.conv import _conv2d_nchw, _conv_out, _ConvWindow, _GroupedConvWindow, _window_attrs
 from dlc.dialects.graph.pool import _PoolOp
 from dlc.dialects.graph import requant
 from dlc.dialects.traits import LayoutFree
@@ -857,15 +857,15 @@ class QConv2DNCHWcOp(_QuantOp):
 
 
 @irdl_op_definition
-class QDepthwiseConv2DNCHWcOp(_QuantOp):
+class QDepthwiseConv2DNCHWcOp(_QuantOp, _ConvWindow):
     """Quantized depthwise 2-D convolution (one filter per channel) on channel-blocked
-    activations: input ``[N, CB, H, W, b]`` (NCHW{b}c, ui8 or i8, already padded
-    spatially: alter-op-layout pads it with x's zero point, so every tap is real), weight
+    activations: input ``[N, CB, H, W, b]`` (NCHW{b}c, ui8 or i8; ``padding`` [top, left,
+    bottom, right] holds x's zero point, real 0, so no graph.pad copy runs), weight
     the plain depthwise OIHW ``[C, 1, KH, KW]`` constant (``CB = ceil(C / b)``: channels
     past C are the block's padding; the kernel packs the weight per block at compile
     time), optional i32 bias [C], result ``[N, CB, OH, OW, b]`` in the input's block.
-    ``strides``, ``dilations`` and the quantization attributes as graph.qconv2d (w's per
-    tensor or per channel). Channels past C hold the output zero point (real 0, clamped
+    ``strides``, ``padding``, ``dilations`` and the quantization attributes as
+    graph.qconv2d (w's per tensor or per channel). Channels past C hold the output zero point (real 0, clamped
     to ``out_min``/``out_max``), as qconv2d_nchwc's padded channels do.
 
     A depthwise op of its own rather than qconv2d_nchwc with groups: its weight has no
@@ -874,13 +874,11 @@ class QDepthwiseConv2DNCHWcOp(_QuantOp):
     multiplies lane by lane, with no reduction over channels.
 
     ```mlir
-    %y = graph.qdepthwise_conv2d_nchwc %x, %w, %b {strides = array<i64: 2, 2>, x_scale = array<f32: 0.05>, x_zero_point = array<i64: 128>, w_scale = array<f32: 0.01>, y_scale = array<f32: 0.1>, y_zero_point = array<i64: 5>, out_min = 5 : i64} : (tensor<1x2x9x9x16xui8>, tensor<20x1x3x3xi8>, tensor<20xi32>) -> tensor<1x2x4x4x16xui8>
+    %y = graph.qdepthwise_conv2d_nchwc %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 1, 1>, x_scale = array<f32: 0.05>, x_zero_point = array<i64: 128>, w_scale = array<f32: 0.01>, y_scale = array<f32: 0.1>, y_zero_point = array<i64: 5>, out_min = 5 : i64} : (tensor<1x2x8x8x16xui8>, tensor<20x1x3x3xi8>, tensor<20xi32>) -> tensor<1x2x4x4x16xui8>
     ```
     """
 
     name = "graph.qdepthwise_conv2d_nchwc"
-    strides = IntsAttribute(default=(1, 1))
-    dilations = IntsAttribute(default=(1, 1))
     x_scale = FloatsAttribute()
     x_zero_point = IntsAttribute(default=(0,))
     w_scale = FloatsAttribute()
@@ -911,11 +909,9 @@ class QDepthwiseConv2DNCHWcOp(_QuantOp):
                              f"(ceil({c}/{b}) = {-(-c // b)} expected)")
         if len(operand_types) == 3:
             _check_bias(operand_types[2], c)
-        (sh, sw), (dh, dw) = attrs.strides, attrs.dilations
-        if min(sh, sw, dh, dw) < 1:
-            raise ShapeError(f"strides {list(attrs.strides)} and dilations {list(attrs.dilations)} must be >= 1")
-        oh = _conv_out(h, kh, sh, 0, dh, "height")
-        ow = _conv_out(wd, kw, sw, 0, dw, "width")
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
+        oh = _conv_out(h, kh, sh, pt + pb, dh, "height")
+        ow = _conv_out(wd, kw, sw, pl + pr, dw, "width")
         et = _out_dtype(attrs, xt.element_type)
         _check_params(attrs, "x", quant_range(xt.element_type), None)
         _check_params(attrs, "w", quant_range(wt.element_type), c, "channel")
@@ -933,7 +929,7 @@ class QDepthwiseConv2DNCHWcOp(_QuantOp):
         plain = x.transpose(0, 1, 4, 2, 3).reshape(n, cb * blk, h, wd)[:, :c].astype(np.int64)
         xs = plain - self.x_zero_point[0]
         ws = w.astype(np.int64) - _per_axis(self.w_zero_point, 4, 0, np.int64)
-        acc = _conv2d_nchw(xs, ws, tuple(self.strides), (0, 0, 0, 0), tuple(self.dilations), c)
+        acc = _conv2d_nchw(xs, ws, tuple(self.strides), tuple(self.padding), tuple(self.dilations), c)
         if b is not None:
             acc = acc + b.astype(np.int64).reshape(1, -1, 1, 1)
         lo, hi = self.out_range()

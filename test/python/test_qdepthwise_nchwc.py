@@ -16,9 +16,13 @@ from dlc.driver import compile, run_pass
 from test_qconv_nchwc import _const, _kernel_forms, _module, quant_attrs, s8, u8, RNG
 
 
-def _independent(x, w, b, attrs, strides, lo, hi, signed):
-    """Direct loops over blocked x (no im2col, no op code): sum (x - zx)(w - zw) + b,
-    requant.requantize per channel, padded channels the clamped output zero point."""
+def _independent(x, w, b, attrs, strides, pads, lo, hi, signed):
+    """Direct loops over blocked x (no im2col, no op code), spatially padded with x's zero
+    point: sum (x - zx)(w - zw) + b, requant.requantize per channel, padded channels the
+    clamped output zero point."""
+    pt, pl, pb, pr = pads
+    zx0 = attrs["x_zero_point"][0]
+    x = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (pt, pb), (pl, pr), (0, 0)), constant_values=zx0)
     n, cb, h, wd, blk = x.shape
     c, _, kh, kw = w.shape
     sh, sw = strides
@@ -44,25 +48,27 @@ def _independent(x, w, b, attrs, strides, lo, hi, signed):
     return out.astype(np.int8 if signed else np.uint8)
 
 
-@pytest.mark.parametrize("c,blk,hw,stride,xz,per_channel,bias,signed", [
-    (1, 16, (5, 5), 1, 128, True, True, False),     # one channel: 15 padded lanes
-    (3, 4, (9, 9), 2, 0, False, True, False),       # a 3-channel block of 4, stride 2
-    (17, 16, (9, 9), 1, 77, True, False, False),    # 17: a tail block of 1 channel
-    (35, 16, (1, 1), 1, 128, True, True, False),    # 1x1 plane, 3 blocks
-    (35, 16, (5, 5), 2, 200, True, True, False),    # stride 2, masked tail block
-    (17, 16, (9, 9), 2, -3, True, True, True),      # s8 activations
-    (16, 16, (11, 19), 1, 5, False, True, False),   # a row of 19: a tail nest of 3 pixels
+@pytest.mark.parametrize("c,blk,hw,stride,pad,xz,per_channel,bias,signed", [
+    (1, 16, (5, 5), 1, 1, 128, True, True, False),     # one channel: 15 padded lanes
+    (3, 4, (9, 9), 2, 1, 0, False, True, False),       # a 3-channel block of 4, stride 2
+    (17, 16, (9, 9), 1, 0, 77, True, False, False),    # 17: a tail block of 1 channel
+    (35, 16, (1, 1), 1, 1, 128, True, True, False),    # 1x1 plane (all taps but one padding)
+    (35, 16, (5, 5), 2, 1, 200, True, True, False),    # stride 2, masked tail block
+    (17, 16, (9, 9), 2, 1, -3, True, True, True),      # s8 activations
+    (16, 16, (11, 19), 1, 1, 5, False, True, False),   # a row of 19: a tail nest of 3 pixels
+    (16, 16, (9, 9), 2, 0, 9, True, False, False),     # stride 2 without padding
 ])
-def test_qdepthwise_nchwc_equals_integer_reference(c, blk, hw, stride, xz, per_channel, bias, signed):
+def test_qdepthwise_nchwc_equals_integer_reference(c, blk, hw, stride, pad, xz, per_channel, bias, signed):
     cb = -(-c // blk)
     k = 3
-    shape = (1, cb, (hw[0] - 1) * stride + k, (hw[1] - 1) * stride + k, blk)  # padded input: OH x OW = hw
+    # an input whose output is OH x OW = hw (hw is the input plane with padding 1, stride 1)
+    shape = (1, cb, (hw[0] - 1) * stride + k - 2 * pad, (hw[1] - 1) * stride + k - 2 * pad, blk)
     x = s8(*shape) if signed else u8(*shape)
     w = s8(c, 1, k, k) if signed or c % 2 else u8(c, 1, k, k)
     wz = [int(v) for v in RNG.integers(-5, 5, c)] if signed or c % 2 else [128]
     b = RNG.integers(-3000, 3000, c).astype(np.int32) if bias else None
     attrs = dict(quant_attrs(c, xz, per_channel), w_zero_point=wz if len(wz) == 1 or per_channel else wz[:1],
-                 strides=[stride, stride], out_min=(-100 if signed else 5))
+                 strides=[stride, stride], padding=[pad] * 4, out_min=(-100 if signed else 5))
     if not per_channel:
         attrs["w_zero_point"] = wz[:1]
 
@@ -75,7 +81,7 @@ def test_qdepthwise_nchwc_equals_integer_reference(c, blk, hw, stride, xz, per_c
     module = _module(build, x)
     op = next(o_ for o_ in module.walk() if isinstance(o_, g.QDepthwiseConv2DNCHWcOp))
     lo, hi = op.out_range()
-    want = _independent(x, w, b, attrs, (stride, stride), lo, hi, signed)
+    want = _independent(x, w, b, attrs, (stride, stride), (pad,) * 4, lo, hi, signed)
     np.testing.assert_array_equal(op.reference(x, *([w] if b is None else [w, b]))[0], want)
     assert _kernel_forms(module.clone()) == ["qdepthwise_nchwc"]
     got = compile(module)(x)[0]
@@ -111,6 +117,7 @@ def test_mobilenet_chain_stays_blocked_and_equals_plain_path(c, o, hw, xz, per_c
     names = [op.name for op in blocked.walk()]
     assert names.count("graph.qdepthwise_conv2d_nchwc") == 2 and "graph.qconv2d" not in names
     assert names.count("graph.layout_transform") == 2  # the image in, the result out
+    assert names.count("graph.pad") == 1  # the stem conv's (the depthwise pad in the op)
     want = compile(module.clone(), layout="NCHW")(x)[0]
     got = compile(module)(x)[0]
     np.testing.assert_array_equal(got, want)

@@ -36,18 +36,17 @@ func.func @signed_stays(%x: tensor<1x4x5x5xi8>) -> tensor<1x4x5x5xi8> {
 
 // -----
 
-// A MobileNet int8 block: qconv 1x1 -> depthwise qconv 3x3 (stride 2, padding: a graph.pad
-// of its x zero point) -> qconv 1x1 stays in NCHW16c (one transform in, one out); the
+// A MobileNet int8 block: qconv 1x1 -> depthwise qconv 3x3 (stride 2, its padding kept in
+// the op: no graph.pad) -> qconv 1x1 stays in NCHW16c (one transform in, one out); the
 // depthwise's OIHW weight stays (its kernel packs it per block). A depthwise qconv of a
 // plain value stays plain.
 // CHECK-LABEL: func.func @mobilenet_block
 // CHECK:       %0 = graph.layout_transform %x {src = "NCHW", dst = "NCHW16c"}
 // CHECK-NEXT:  %1 = graph.qconv2d_nchwc %0, %w1 {{.*}} -> tensor<1x3x8x8x16xui8>
-// CHECK-NEXT:  %2 = graph.pad %1 {pads = array<i64: 0, 0, 1, 1, 0, 0, 0, 1, 1, 0>, value = 7.000000e+00 : f32} : (tensor<1x3x8x8x16xui8>) -> tensor<1x3x10x10x16xui8>
-// CHECK-NEXT:  %3 = graph.qdepthwise_conv2d_nchwc %2, %wd, %bd {strides = array<i64: 2, 2>, {{.*}} : (tensor<1x3x10x10x16xui8>, tensor<40x1x3x3xi8>, tensor<40xi32>) -> tensor<1x3x4x4x16xui8>
-// CHECK-NEXT:  %4 = graph.qconv2d_nchwc %3, %w2 {{.*}} : (tensor<1x3x4x4x16xui8>, tensor<24x40x1x1xi8>) -> tensor<1x2x4x4x16xui8>
-// CHECK-NEXT:  %5 = graph.layout_transform %4 {src = "NCHW16c", dst = "NCHW", channels = 24 : i64}
-// CHECK-NEXT:  func.return %5
+// CHECK-NEXT:  %2 = graph.qdepthwise_conv2d_nchwc %1, %wd, %bd {strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, {{.*}} : (tensor<1x3x8x8x16xui8>, tensor<40x1x3x3xi8>, tensor<40xi32>) -> tensor<1x3x4x4x16xui8>
+// CHECK-NEXT:  %3 = graph.qconv2d_nchwc %2, %w2 {{.*}} : (tensor<1x3x4x4x16xui8>, tensor<24x40x1x1xi8>) -> tensor<1x2x4x4x16xui8>
+// CHECK-NEXT:  %4 = graph.layout_transform %3 {src = "NCHW16c", dst = "NCHW", channels = 24 : i64}
+// CHECK-NEXT:  func.return %4
 func.func @mobilenet_block(%x: tensor<1x16x8x8xui8>) -> tensor<1x24x4x4xui8> {
   %w1 = graph.constant dense<3> : tensor<40x16x1x1xi8>
   %wd = graph.constant dense<-2> : tensor<40x1x3x3xi8>
