@@ -27,6 +27,10 @@ TVM's x86 conv2d_NCHWc strategy. In every graph function:
   it); s8 activations keep graph.qconv2d. graph.qadd is ``LayoutFree``, so residual
   chains stay blocked; padded channels of a qconv2d_nchwc hold the output zero point
   (finite, and the next conv's weights there are zero);
+* each int8 depthwise ``qconv2d`` (groups = channels, constant weight) of a blocked
+  value becomes ``qdepthwise_conv2d_nchwc`` in the input's block (u8 or s8, any weight
+  zero point), its padding kept in the op (x's zero point): a MobileNet int8 chain
+  conv1x1 -> depthwise -> conv1x1 stays blocked; of a plain value it stays plain;
 * the blocked layout propagates through the ops that do not care about it (those
   declaring ``LayoutFree``, ``dialects/traits.py``): elementwise unary ops that map 0
   to a finite value (relu, clip, sigmoid, ...), and add/sub/mul/max/min whose
@@ -119,6 +123,18 @@ def _blocked_qconv(op: Operation) -> bool:
     return all(z == (128 if unsigned_w else 0) for z in op.w_zero_point)
 
 
+def _blocked_qdepthwise(op: Operation) -> bool:
+    """An int8 depthwise qconv2d (groups = in = out channels, a constant [C, 1, KH, KW]
+    weight) that runs as ``qdepthwise_conv2d_nchwc`` (kernels/quantized_depthwise_nchwc.py)
+    when its input is blocked: any weight zero point, u8 or s8 activations."""
+    if not isinstance(op, g.QConv2DOp):
+        return False
+    channels = _shape(op.operands[0])[1]
+    return (op.attrs.groups == channels > 1 and tuple(_shape(op.operands[1])[:2]) == (channels, 1)
+            and _shape(op.results[0])[1] == channels
+            and isinstance(op.operands[1].owner, (g.ConstantOp, g.WeightOp)))
+
+
 def _qconv_block(channels: int, block: int) -> int:
     """The input block of a plain qconv input: ``block`` channels, or fewer channels
     rounded up to vpdpbusd's 4-byte groups (a 3-channel image: NCHW4c, one zero channel)."""
@@ -148,6 +164,8 @@ class _FunctionRewrite:
                 self._convert_qconv(op)
             elif _depthwise_conv(op) and op.operands[0] in self.blocked:
                 self._convert_depthwise(op)
+            elif _blocked_qdepthwise(op) and op.operands[0] in self.blocked:
+                self._convert_qdepthwise(op)
             elif free is None:
                 if isinstance(op, g.ConcatOp):
                     self._convert_concat(op)
@@ -232,6 +250,15 @@ class _FunctionRewrite:
             x = self._padded(x, tuple(op.padding), op)
             del attrs["padding"]
         self._replace(op, g.DepthwiseConv2DNCHWcOp.make(x, w, **attrs))
+
+    def _convert_qdepthwise(self, op: g.QConv2DOp) -> None:
+        """int8 depthwise conv of a blocked value: ``qdepthwise_conv2d_nchwc`` in the
+        input's block, the padding kept in the op (its kernel selects x's zero point at the
+        border taps: a graph.pad per layer measured dearer), the OIHW weight kept (the
+        kernel packs it per block)."""
+        x = self.blocked[op.operands[0]]
+        attrs = {k: v for k, v in op.attributes.items() if "." not in k and k != "groups"}
+        self._replace(op, g.QDepthwiseConv2DNCHWcOp.make(*([x] + list(op.operands[1:])), **attrs))
 
     def _padded(self, x: SSAValue, pads: tuple[int, int, int, int], before: Operation,
                 value: float = 0.0) -> SSAValue:

@@ -77,7 +77,7 @@ from dlc.dialects.graph_base import (
     tensor_type,
 )
 from dlc.dialects.graph.common import _contiguous, _expect_count, Types
-from dlc.dialects.graph.conv import _conv2d_nchw, _conv_out, _GroupedConvWindow, _window_attrs
+from dlc.dialects.graph.conv import _conv2d_nchw, _conv_out, _ConvWindow, _GroupedConvWindow, _window_attrs
 from dlc.dialects.graph.pool import _PoolOp
 from dlc.dialects.graph import requant
 from dlc.dialects.traits import LayoutFree
@@ -854,3 +854,87 @@ class QConv2DNCHWcOp(_QuantOp):
         full = np.full((n, obn * block) + y.shape[2:], np.clip(self.y_zero_point[0], lo, hi), dtype=et)
         full[:, :o] = y
         return [_contiguous(full.reshape(n, obn, block, *y.shape[2:]).transpose(0, 1, 3, 4, 2))]
+
+
+@irdl_op_definition
+class QDepthwiseConv2DNCHWcOp(_QuantOp, _ConvWindow):
+    """Quantized depthwise 2-D convolution (one filter per channel) on channel-blocked
+    activations: input ``[N, CB, H, W, b]`` (NCHW{b}c, ui8 or i8; ``padding`` [top, left,
+    bottom, right] holds x's zero point, real 0, so no graph.pad copy runs), weight
+    the plain depthwise OIHW ``[C, 1, KH, KW]`` constant (``CB = ceil(C / b)``: channels
+    past C are the block's padding; the kernel packs the weight per block at compile
+    time), optional i32 bias [C], result ``[N, CB, OH, OW, b]`` in the input's block.
+    ``strides``, ``padding``, ``dilations`` and the quantization attributes as
+    graph.qconv2d (w's per tensor or per channel). Channels past C hold the output zero point (real 0, clamped
+    to ``out_min``/``out_max``), as qconv2d_nchwc's padded channels do.
+
+    A depthwise op of its own rather than qconv2d_nchwc with groups: its weight has no
+    input-channel axis to pack into vpdpbusd's 4-byte groups, its block is the input's
+    (no ib/ob split), and its kernel (``lowering/kernels/quantized_depthwise_nchwc.py``)
+    multiplies lane by lane, with no reduction over channels.
+
+    ```mlir
+    %y = graph.qdepthwise_conv2d_nchwc %x, %w, %b {strides = array<i64: 2, 2>, padding = array<i64: 0, 0, 1, 1>, x_scale = array<f32: 0.05>, x_zero_point = array<i64: 128>, w_scale = array<f32: 0.01>, y_scale = array<f32: 0.1>, y_zero_point = array<i64: 5>, out_min = 5 : i64} : (tensor<1x2x8x8x16xui8>, tensor<20x1x3x3xi8>, tensor<20xi32>) -> tensor<1x2x4x4x16xui8>
+    ```
+    """
+
+    name = "graph.qdepthwise_conv2d_nchwc"
+    x_scale = FloatsAttribute()
+    x_zero_point = IntsAttribute(default=(0,))
+    w_scale = FloatsAttribute()
+    w_zero_point = IntsAttribute(default=(0,))
+    y_scale = FloatsAttribute()
+    y_zero_point = IntsAttribute(default=(0,))
+    x = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure())
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, (2, 3))
+        xt, wt = operand_types[:2]
+        _same_signedness_ok(xt.element_type, wt.element_type)
+        x, w = list(xt.get_shape()), list(wt.get_shape())
+        if len(x) != 5 or len(w) != 4:
+            raise ShapeError(f"input must be 5-D (NCHW{{b}}c) and weight 4-D (C x 1 x KH x KW), "
+                             f"got ranks {len(x)} and {len(w)}")
+        n, cb, h, wd, b = x
+        c, one, kh, kw = w
+        if one != 1:
+            raise ShapeError(f"a depthwise weight has 1 input channel per filter, got {one}")
+        if -(-c // b) != cb:
+            raise ShapeError(f"weight has {c} channels but the input holds {cb} blocks of {b} "
+                             f"(ceil({c}/{b}) = {-(-c // b)} expected)")
+        if len(operand_types) == 3:
+            _check_bias(operand_types[2], c)
+        (sh, sw), (dh, dw), (pt, pl, pb, pr) = _window_attrs(attrs)
+        oh = _conv_out(h, kh, sh, pt + pb, dh, "height")
+        ow = _conv_out(wd, kw, sw, pl + pr, dw, "width")
+        et = _out_dtype(attrs, xt.element_type)
+        _check_params(attrs, "x", quant_range(xt.element_type), None)
+        _check_params(attrs, "w", quant_range(wt.element_type), c, "channel")
+        _check_params(attrs, "y", quant_range(et), None)
+        _check_clamp(attrs, quant_range(et))
+        return [tensor_type([n, cb, oh, ow, b], et)]
+
+    def multipliers(self) -> np.ndarray:
+        """Per channel (or single) ``x_scale * w_scale / y_scale``."""
+        return _real(np.float64(self.x_scale[0]) * np.asarray(self.w_scale, np.float64), self.y_scale[0])
+
+    def reference(self, x, w, b=None) -> list[np.ndarray]:
+        n, cb, h, wd, blk = x.shape
+        c = w.shape[0]
+        plain = x.transpose(0, 1, 4, 2, 3).reshape(n, cb * blk, h, wd)[:, :c].astype(np.int64)
+        xs = plain - self.x_zero_point[0]
+        ws = w.astype(np.int64) - _per_axis(self.w_zero_point, 4, 0, np.int64)
+        acc = _conv2d_nchw(xs, ws, tuple(self.strides), tuple(self.padding), tuple(self.dilations), c)
+        if b is not None:
+            acc = acc + b.astype(np.int64).reshape(1, -1, 1, 1)
+        lo, hi = self.out_range()
+        et = numpy_dtype(self.out.type.element_type)
+        y = _requantize(requant.wrap_i32(acc), self.multipliers(), self.y_zero_point[0], lo, hi, 1, et)
+        full = np.full((n, cb * blk) + y.shape[2:], np.clip(self.y_zero_point[0], lo, hi), dtype=et)
+        full[:, :c] = y
+        return [_contiguous(full.reshape(n, cb, blk, *y.shape[2:]).transpose(0, 1, 3, 4, 2))]

@@ -21,7 +21,7 @@ KERNELS: Registry[KernelGenerator] = Registry(
     modules=[
         f"dlc.lowering.kernels.{name}"
         for name in ("attention", "conv", "conv_nchwc", "det", "elementwise", "indexing", "matmul", "movement",
-                     "nchwc_ops", "pool", "quantized", "quantized_nchwc", "reduce", "resize", "softmax", "spatial")
+                     "nchwc_ops", "pool", "quantized", "quantized_depthwise_nchwc", "quantized_nchwc", "reduce", "resize", "softmax", "spatial")
     ],
 )
 generator_for = KERNELS.lookup

@@ -32,6 +32,7 @@ MATMUL = "matmul"  # kernels/matmul.py with two matrix operands: b.. m n / k
 QGEMM = "qgemm"  # kernels/quantized_fast.py: integer GEMM, m nb nl / k4 j (+ panel, write-back)
 ATTENTION = "attention"  # kernels/attention.py: b h / i / key blocks (sd sj, pj pd), online softmax
 QCONV2D_NCHWC = "qconv2d_nchwc"  # kernels/quantized_nchwc.py: n ocbo oh owt / icb kh kw ic4 tb t nl j
+QDEPTHWISE_NCHWC = "qdepthwise_nchwc"  # kernels/quantized_depthwise_nchwc.py: n cb oh owt / c (T pixels)
 
 # the loops each form's schedule addresses by name (the generator's side of the contract)
 FORM_LOOPS: dict[str, tuple[str, ...]] = {
@@ -45,6 +46,7 @@ FORM_LOOPS: dict[str, tuple[str, ...]] = {
     QGEMM: ("m", "nb", "nl", "k4", "j", "z_m", "z_n"),
     ATTENTION: ("b", "h", "i", "sd", "sr", "sj", "sm", "se", "pj", "pr", "pd"),
     QCONV2D_NCHWC: ("n", "ocbo", "oh", "icb", "kh", "kw", "ic4", "tb", "t", "nl", "j"),
+    QDEPTHWISE_NCHWC: ("n", "cb", "oh", "owt", "c"),
 }
 # the buffers (arguments or scratch, by name) each form's schedule addresses; the flat
 # form's accumulator is %outpad or %outflat (its schedule checks which)
@@ -59,6 +61,7 @@ FORM_BUFFERS: dict[str, tuple[str, ...]] = {
     QGEMM: ("acc", "ap", "wp"),
     ATTENTION: ("kt", "vp", "s", "acc", "stat"),
     QCONV2D_NCHWC: ("acc", "wp"),
+    QDEPTHWISE_NCHWC: ("wq",),
 }
 FORMS = tuple(FORM_LOOPS)
 

@@ -112,6 +112,8 @@ def lower_pad(op: GraphOp, name: str) -> func.FuncOp:
     before, after = pads[:rank], pads[rank:]
     mode = op.mode
     et = op.results[0].type.element_type
+    # a non-empty cropped input: every clamped index is valid (else the guarded loads)
+    branch_free = all(d - max(-b, 0) - max(-a, 0) > 0 for b, a, d in zip(before, after, in_shape))
     with kb.loops(_names(rank), out_shape) as ivs:
         src: list[Index] = []
         conds: list[SSAValue] = []
@@ -121,7 +123,13 @@ def lower_pad(op: GraphOp, name: str) -> func.FuncOp:
             inner = d - crop_b - max(-a, 0)
             rel = kb.isub(iv, max(b, 0))  # position in the cropped array
             lo, hi = -max(b, 0), o - 1 - max(b, 0)  # its static range
-            if mode == "constant":
+            if mode == "constant" and branch_free:
+                # clamped index + select (load_or): branch-free, so the innermost loop
+                # vectorizes (an scf.if per element measured 0.2-7 GB/s on u8 NCHW16c pads;
+                # conditions of outer dimensions are invariant in the inner loop)
+                rel, ok = kb.clamp_index(rel, 0, inner, lo, hi)
+                conds += [ok] if ok is not None else []
+            elif mode == "constant":
                 conds += kb.in_range(rel, 0, inner, lo, hi)
             elif mode == "edge":
                 if lo < 0:
@@ -131,7 +139,9 @@ def lower_pad(op: GraphOp, name: str) -> func.FuncOp:
             elif lo < 0 or hi >= inner:
                 rel = _reflect(kb, rel, inner)
             src.append(kb.iadd(rel, crop_b))
-        if conds:
+        if conds and branch_free and mode == "constant":
+            value = kb.load_or(kb.inputs[0], src, kb.all_of(conds), kb.const(_pad_value(op), et))
+        elif conds:
             value = kb.select_if(
                 kb.all_of(conds),
                 lambda: kb.load(kb.inputs[0], src),

@@ -27,8 +27,8 @@ Compile-time constants (weights store): ``wp`` ``[OB, CB, KH, KW, ib/4, 16, 4]``
 after that shift is not this kernel's: :func:`plan` returns None), and per output
 channel (padded to OB x 16) ``bias`` = ``-za * sum(w)`` (the u8 zero point's
 compensation: ``sum (ua - za) w = sum ua w - za sum w``; a constant op bias is added in),
-``mult``, ``total``, ``half`` (TFLite's single-rounding fixed point,
-:func:`requantize_clamped`).
+i64 ``mult``, ``total``, ``half`` (TFLite's single-rounding fixed point, as the op's
+reference: ``lowering/kernels/requant.requantize_i64``).
 Padded output channels have zero weights, bias and multiplier: they hold the clamped
 output zero point, as the op's reference says.
 """
@@ -46,6 +46,7 @@ from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import KernelBuilder
 from dlc.lowering.kernels.forms import QCONV2D_NCHWC
 from dlc.lowering.kernels.quantized_fast import _c32, _constant, _wrap_i32
+from dlc.lowering.kernels.requant import requantize_i64, rounding_constants
 
 LANES, GROUP = 16, 4
 I8 = IntegerType(8)
@@ -102,48 +103,38 @@ def pack_weights(w: np.ndarray, w_unsigned: bool, w_zero, cb: int, ib: int, bloc
 
 
 def channel_constants(op, w: np.ndarray, w_unsigned: bool, obn: int, block: int) -> dict[str, np.ndarray]:
-    """bias' (the zero-point compensation) and the requantization's ``mult``, ``total``
-    (the right shift, ``31 - shift``) and ``half`` (``2**(total-1)``) per output channel,
-    padded to obn x block (padded channels: multiplier 0, so they hold the zero point)."""
+    """bias' (the zero-point compensation), mult, total, half, padded to obn x block
+    (padded channels: multiplier 0)."""
     from dlc.dialects.graph import requant
 
     o = w.shape[0]
     wi = w.astype(np.int64) - (128 if w_unsigned else 0)
     colsum = wi.reshape(o, -1).sum(axis=1)
     mult, shift = requant.quantize_multipliers(np.broadcast_to(np.asarray(op.multipliers(), np.float64), (o,)))
-    total = obn * block
+    channels = obn * block
 
-    def padded(values, fill: int = 0) -> np.ndarray:
-        out = np.full(total, fill, np.int64)
+    def padded(values) -> np.ndarray:
+        out = np.zeros(channels, np.int64)
         out[:o] = values
         return out
 
     mult = np.asarray(mult, np.int64)
     if np.any(mult < 0) or np.any(mult >= 1 << 31):
         raise ValueError("requantization multipliers must be in [0, 2**31)")
-    right = padded(31 - np.asarray(shift, np.int64), fill=31)
-    if np.any(right < 1) or np.any(right > 62):
-        raise ValueError("requantization shifts must leave a right shift in 1..62")
+    total = _padded_total(rounding_constants(mult, shift)[1], channels)
     return {
         "bias": _wrap_i32(padded(-int(op.x_zero_point[0]) * colsum)),
         "mult": padded(mult),
-        "total": right,
-        "half": np.int64(1) << (right - 1),
+        "total": total,
+        "half": np.left_shift(np.int64(1), total - 1),
     }
 
 
-def requantize_clamped(kb: KernelBuilder, x, mult, total, half, zero_point: int, lo: int, hi: int):
-    """``clamp(MBQM(x) + zero_point, lo, hi)`` with TFLite's single-rounding
-    MultiplyByQuantizedMultiplier ``(x * mult + half) >> total`` in i64 (``half =
-    2**(total-1)`` precomputed per channel, as the op's numpy twin
-    ``requant.multiply_by_quantized_multiplier``). The i32 saturation of MBQM is left out:
-    the clamp to the 8-bit range, done in i64, gives the same result for every i32 ``x``."""
-    e = kb.emit
-    p = e(arith.MuliOp(e(arith.ExtSIOp(x, i64)), mult))
-    r = e(arith.ShRSIOp(e(arith.AddiOp(p, half)), total))
-    r = e(arith.AddiOp(r, kb.const(zero_point, i64)))
-    r = e(arith.MinSIOp(e(arith.MaxSIOp(r, kb.const(lo, i64))), kb.const(hi, i64)))
-    return e(arith.TruncIOp(r, i32))
+def _padded_total(total: np.ndarray, channels: int) -> np.ndarray:
+    """``31 - shift`` per channel, 31 (shift 0, with multiplier 0) past the real ones."""
+    out = np.full(channels, 31, np.int64)
+    out[: total.size] = total
+    return out
 
 
 @kernel("graph.qconv2d_nchwc")
@@ -230,7 +221,7 @@ def _tile(kb: KernelBuilder, plan: QConvNCHWcPlan, buf, bias, outer, ow0, cols: 
         v = kb.emit(arith.AddiOp(kb.load(accm, [b, t, lane]), kb.load(buf["bias"], [ch])))
         if bias is not None:  # the op's i32 bias (wrapping adds): real channels only
             v = _add_bias(kb, v, bias, ch, plan.obn * LANES)
-        q = requantize_clamped(kb, v, *(kb.load(buf[key], [ch]) for key in ("mult", "total", "half")), zo, lo, hi)
+        q = requantize_i64(kb, v, *(kb.load(buf[key], [ch]) for key in ("mult", "total", "half")), zo, lo, hi)
         kb.store(kb.emit(arith.TruncIOp(q, I8)), out, [iv_n, ob, iv_oh, kb.iadd(ow0, t), lane])
 
 

@@ -81,3 +81,28 @@ def widen(kb: KernelBuilder, value: SSAValue, et) -> SSAValue:
 def narrow(kb: KernelBuilder, value: SSAValue) -> SSAValue:
     """A clamped i32 as the 8-bit storage value (i8 and ui8 are both stored as i8)."""
     return kb.emit(arith.TruncIOp(value, IntegerType(8)))
+
+
+def rounding_constants(m, shift):
+    """Per-channel i64 ``(m, total, half)`` of :func:`requantize_i64` from
+    ``requant.quantize_multipliers``' ``(m, shift)`` (numpy arrays): ``total = 31 - shift``,
+    ``half = 2**(total - 1)``."""
+    import numpy as np
+
+    m = np.asarray(m, np.int64)
+    total = 31 - np.asarray(shift, np.int64)
+    return m, total, np.left_shift(np.int64(1), total - 1)
+
+
+def requantize_i64(kb: KernelBuilder, acc: SSAValue, m: SSAValue, total: SSAValue, half: SSAValue,
+                   zero_point: int, lo: int, hi: int) -> SSAValue:
+    """:func:`requantize` for per-channel i64 ``m``, ``total``, ``half`` (loaded from
+    tables of :func:`rounding_constants`), in fewer vector ops: ``clamp(((acc * m + half)
+    >> total) + zero_point, lo, hi)`` in i64, then truncated to i32. The i32 saturation of
+    MBQM is subsumed by the clamp (``[lo, hi]`` lies inside i32), so the result is
+    bit-identical to ``requant.requantize``."""
+    wide = kb.emit(arith.MuliOp(kb.emit(arith.ExtSIOp(acc, i64)), m))
+    y = kb.emit(arith.ShRSIOp(kb.emit(arith.AddiOp(wide, half)), total))
+    y = kb.emit(arith.AddiOp(y, kb.const(zero_point, i64)))
+    y = kb.emit(arith.MinSIOp(kb.emit(arith.MaxSIOp(y, kb.const(lo, i64))), kb.const(hi, i64)))
+    return kb.emit(arith.TruncIOp(y, i32))

@@ -31,9 +31,9 @@ kernel's whole block grid (``Target.num_cores`` threads share it at run time).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import StringAttr, UnitAttr
 
-from dlc.lowering.kernels.forms import QCONV2D_NCHWC, QGEMM
+from dlc.lowering.kernels.forms import QCONV2D_NCHWC, QDEPTHWISE_NCHWC, QGEMM
 from dlc.lowering.schedule.core import Schedule, ScheduleError, loop_name
 from dlc.lowering.schedule.defaults_forms import form_schedule
 from dlc.lowering.to_llvm.int8_dot import DOT_ATTR, has_vnni
@@ -168,4 +168,37 @@ def schedule_qconv2d_nchwc(s: Schedule, target: Target) -> bool:
                 s.loop(f"nl{suffix}").attributes[DOT_ATTR] = StringAttr("vpdpbusd")
             else:
                 s.unroll(f"j{suffix}", expand=True)
+    return True
+
+
+@form_schedule(QDEPTHWISE_NCHWC)
+def schedule_qdepthwise_nchwc(s: Schedule, target: Target) -> bool:
+    """The blocked int8 depthwise conv (kernels/quantized_depthwise_nchwc.py)::
+
+        parallel for (n, cb, oh) fused          rows of output of one channel block
+          for owt                               T pixels of the row
+            for c  vectorized, whole vector     the block's lanes: T accumulators and the
+                                                KH x KW weight vectors in registers
+
+    Batch 1: ``n`` expanded away first (the fused loop's indices stay one div/rem deep).
+    ``c`` is kept one whole vector (``dlc.whole_vector``, a power-of-two block): LLVM
+    would otherwise unroll it and vectorize the pixels with gathers. The tail nest
+    (``_u``) gets the same steps."""
+    names = {loop_name(loop) for loop in s.loops()}
+    with s.atomic():
+        for suffix in ("", "_u"):
+            if f"c{suffix}" not in names:
+                continue
+            outer = [f"{name}{suffix}" for name in ("n", "cb", "oh")]
+            if s.loop(outer[0]).trip_count == 1:
+                s.unroll(outer[0], expand=True)
+                outer = outer[1:]
+            par = s.loop(outer[0])
+            for name in outer[1:]:
+                par = s.fuse(par, name, name=f"{loop_name(par)}_{name}")
+            if par.trip_count >= 2:
+                s.parallel(par)
+            c = s.vectorize(f"c{suffix}")
+            if c.trip_count > 1 and c.trip_count & (c.trip_count - 1) == 0:
+                c.attributes["dlc.whole_vector"] = UnitAttr()
     return True

@@ -68,7 +68,8 @@ func.func @unsigned(%a: tensor<4xui8>, %b: tensor<4xui8>) -> tensor<4xui8> {
 
 // -----
 
-// Constant padding: the load happens only inside the input (scf.if with a result).
+// Constant padding: branch-free, the index clamped into the input and the loaded value
+// selected against the pad value (the inner loop vectorizes).
 func.func @pad(%x: tensor<3xf32>) -> tensor<6xf32> {
   %y = graph.pad %x {pads = array<i64: 1, 2>, value = 5.0 : f32} : (tensor<3xf32>) -> tensor<6xf32>
   func.return %y : tensor<6xf32>
@@ -77,12 +78,11 @@ func.func @pad(%x: tensor<3xf32>) -> tensor<6xf32> {
 // CHECK-LABEL: func.func @pad_0_pad(%x: memref<3xf32>, %out: memref<6xf32>)
 // CHECK-DAG:     %[[FIVE:.*]] = arith.constant 5.000000e+00 : f32
 // CHECK:         tloop.for %d0 = 0 to 6 {
-// CHECK:           %[[V:.*]] = scf.if %{{.*}} -> (f32) {
-// CHECK-NEXT:        %[[L:.*]] = memref.load %x[%{{.*}}]
-// CHECK-NEXT:        scf.yield %[[L]] : f32
-// CHECK-NEXT:      } else {
-// CHECK-NEXT:        scf.yield %[[FIVE]] : f32
-// CHECK-NEXT:      }
+// CHECK:           %[[OK:.*]] = arith.andi
+// CHECK:           %[[LO:.*]] = arith.maxsi
+// CHECK-NEXT:      %[[I:.*]] = arith.minsi %[[LO]]
+// CHECK-NEXT:      %[[L:.*]] = memref.load %x[%[[I]]]
+// CHECK-NEXT:      %[[V:.*]] = arith.select %[[OK]], %[[L]], %[[FIVE]] : f32
 // CHECK-NEXT:      memref.store %[[V]], %out[%d0]
 
 // -----
