@@ -207,10 +207,11 @@ def test_avx2_target_runs_exactly():
 def test_requantization_extremes_equal_reference(y_scale, mid):  # left shifts, all saturated)
     """Large sums (all-255 activations, +-127 weights) and multipliers above and far below 1:
     the kernel's i64 single-rounding fixed point (requantize_i64) equals the op's reference."""
+    rng = np.random.default_rng(29)  # its own draws: the "not all saturated" premise holds for them
     x = np.full((1, 2, 5, 5, 16), 255, np.uint8)
     x[0, 0, ::2] = 0
-    w = np.where(RNG.random((32, 32, 3, 3)) < 0.5, 127, -128).astype(np.int8)
-    attrs = dict(x_scale=[0.05], x_zero_point=[0], w_scale=list(RNG.uniform(0.001, 0.5, 32)), y_scale=[y_scale],
+    w = np.where(rng.random((32, 32, 3, 3)) < 0.5, 127, -128).astype(np.int8)
+    attrs = dict(x_scale=[0.05], x_zero_point=[0], w_scale=list(rng.uniform(0.001, 0.5, 32)), y_scale=[y_scale],
                  y_zero_point=[128])
 
     def build(ops, xv):
