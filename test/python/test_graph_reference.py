@@ -376,6 +376,20 @@ CASES = [
                          [np.float64(np.float32(0.05)) * np.float64(np.float32(s)) / np.float64(np.float32(0.2))
                           for s in (0.01, 0.02, 0.03)], 120, 0, 255, axis=1),
          np.full((1, 13, 3, 4), 120)], axis=1).astype(np.uint8).transpose(0, 2, 3, 1)[:, None]),
+    # blocked int8 depthwise: 6 real channels in two 4-channel blocks (the 2 past them: the zero point)
+    ("qdepthwise_conv2d_nchwc", g.QDepthwiseConv2DNCHWcOp, [_QRNG.integers(0, 256, (1, 2, 7, 6, 4)).astype(np.uint8),
+                                                            _QRNG.integers(-127, 128, (6, 1, 3, 3)).astype(np.int8),
+                                                            np.array([100, -700, 5, 0, 33, -2], np.int32)],
+     {"strides": [2, 1], "padding": [1, 0, 1, 2], "x_scale": [0.05], "x_zero_point": [128],
+      "w_scale": [0.01, 0.02, 0.03, 0.015, 0.025, 0.005], "y_scale": [0.2], "y_zero_point": [120]},
+     lambda x, w, b: np.concatenate([
+         _tflite_requant(onnx_run("ConvInteger", [x.transpose(0, 1, 4, 2, 3).reshape(1, 8, 7, 6)[:, :6].copy(), w,
+                                                   np.array(128, np.uint8)],
+                                  {"strides": [2, 1], "pads": [1, 0, 1, 2], "group": 6}, opset=10)[0]
+                         .astype(np.int64) + b.reshape(1, 6, 1, 1),
+                         [np.float64(np.float32(0.05)) * np.float64(np.float32(s)) / np.float64(np.float32(0.2))
+                          for s in (0.01, 0.02, 0.03, 0.015, 0.025, 0.005)], 120, 0, 255, axis=1),
+         np.full((1, 2, 4, 6), 120)], axis=1).astype(np.uint8).reshape(1, 2, 4, 4, 6).transpose(0, 1, 3, 4, 2)),
     ("qdense", g.QDenseOp, [_QRNG.integers(-128, 128, (3, 7)).astype(np.int8),
                             _QRNG.integers(-127, 128, (2, 7)).astype(np.int8)],
      {"x_scale": [0.1], "x_zero_point": [-5], "w_scale": [0.01], "y_scale": [0.2]},
