@@ -71,6 +71,13 @@ def _qconv2d_nchwc(op: Operation) -> int:
     return 2 * n * oh * ow * o * i * kh * kw
 
 
+def _qdepthwise_conv2d_nchwc(op: Operation) -> int:
+    # one multiply-add per real channel, output pixel and tap
+    n, _, oh, ow, _ = op.results[0].type.get_shape()
+    c, _, kh, kw = op.operands[1].type.get_shape()
+    return 2 * n * oh * ow * c * kh * kw
+
+
 def _conv_transpose2d(op: g.ConvTranspose2DOp) -> int:
     # every input element meets every kernel tap of its group's output channels
     w = op.operands[1].type.get_shape()
@@ -109,6 +116,7 @@ FLOPS: dict[type, Callable[[Operation], int]] = {
     g.AttentionOp: _attention,
     g.QConv2DOp: _qconv2d,
     g.QConv2DNCHWcOp: _qconv2d_nchwc,
+    g.QDepthwiseConv2DNCHWcOp: _qdepthwise_conv2d_nchwc,
     g.QDenseOp: _matmul,
     g.QMatmulOp: _matmul,
     _Pool2DWindow: _pool,

@@ -27,7 +27,7 @@ Compile-time constants (weights store): ``wq`` ``[CB, KH, KW, b]`` i32 (the weig
 minus its zero point, per block, zeros in the padded channels), and per channel
 ``[CB, b]``: ``bias`` = ``-zx * sum(wq)`` (x's zero-point compensation: ``sum (x - zx)
 wq = sum x wq - zx sum wq``; a constant op bias is added in; a run-time bias is read at
-the write-back), and i64 ``mult``, ``total = 31 - shift``, ``half = 2**(total - 1)``:
+the write-back), and ``mult`` (i32), i64 ``total = 31 - shift``, ``half = 2**(total - 1)``:
 TFLite's single-rounding ``MultiplyByQuantizedMultiplier`` as the op's reference computes
 it (``dialects/graph/requant.py``), emitted by ``lowering/kernels/requant.requantize_i64``. Padded channels have zero weights, bias and
 multiplier: they hold the clamped output zero point, as the op's reference says.
@@ -83,7 +83,7 @@ def depthwise_constants(op, w: np.ndarray, cb: int, block: int) -> dict[str, np.
     return {
         "wq": packed,
         "bias": _wrap_i32(per_channel(bias, np.int64)),
-        "mult": per_channel(mult, np.int64),
+        "mult": per_channel(mult, np.int32),  # < 2**31: sign-extended in the kernel
         "total": pad_total.reshape(cb, block),
         "half": np.left_shift(np.int64(1), pad_total - 1).reshape(cb, block),
     }

@@ -27,7 +27,7 @@ Compile-time constants (weights store): ``wp`` ``[OB, CB, KH, KW, ib/4, 16, 4]``
 after that shift is not this kernel's: :func:`plan` returns None), and per output
 channel (padded to OB x 16) ``bias`` = ``-za * sum(w)`` (the u8 zero point's
 compensation: ``sum (ua - za) w = sum ua w - za sum w``; a constant op bias is added in),
-i64 ``mult``, ``total``, ``half`` (TFLite's single-rounding fixed point, as the op's
+``mult`` (i32), i64 ``total``, ``half`` (TFLite's single-rounding fixed point, as the op's
 reference: ``lowering/kernels/requant.requantize_i64``).
 Padded output channels have zero weights, bias and multiplier: they hold the clamped
 output zero point, as the op's reference says.
@@ -124,7 +124,7 @@ def channel_constants(op, w: np.ndarray, w_unsigned: bool, obn: int, block: int)
     total = _padded_total(rounding_constants(mult, shift)[1], channels)
     return {
         "bias": _wrap_i32(padded(-int(op.x_zero_point[0]) * colsum)),
-        "mult": padded(mult),
+        "mult": padded(mult).astype(np.int32),  # < 2**31: sign-extended in the kernel
         "total": total,
         "half": np.left_shift(np.int64(1), total - 1),
     }

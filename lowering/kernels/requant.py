@@ -96,11 +96,13 @@ def rounding_constants(m, shift):
 
 def requantize_i64(kb: KernelBuilder, acc: SSAValue, m: SSAValue, total: SSAValue, half: SSAValue,
                    zero_point: int, lo: int, hi: int) -> SSAValue:
-    """:func:`requantize` for per-channel i64 ``m``, ``total``, ``half`` (loaded from
+    """:func:`requantize` for per-channel ``m`` (i32 or i64), i64 ``total``, ``half`` (loaded from
     tables of :func:`rounding_constants`), in fewer vector ops: ``clamp(((acc * m + half)
     >> total) + zero_point, lo, hi)`` in i64, then truncated to i32. The i32 saturation of
     MBQM is subsumed by the clamp (``[lo, hi]`` lies inside i32), so the result is
     bit-identical to ``requant.requantize``."""
+    if m.type == i32:  # an i32 table: the product of two sign-extended i32s (x86: vpmuldq, not vpmullq)
+        m = kb.emit(arith.ExtSIOp(m, i64))
     wide = kb.emit(arith.MuliOp(kb.emit(arith.ExtSIOp(acc, i64)), m))
     y = kb.emit(arith.ShRSIOp(kb.emit(arith.AddiOp(wide, half)), total))
     y = kb.emit(arith.AddiOp(y, kb.const(zero_point, i64)))

@@ -238,6 +238,7 @@ def test_resnet50_profile_adds_up():
 def test_cost_model_counts_quantized_multiply_adds():
     """int8 convolutions and products count 2 ops per integer multiply-add, over the real
     channels (a blocked conv's padded channels are not work)."""
+    from dlc.dialects import graph as g
     from dlc.driver import load_module
 
     text = """
@@ -257,3 +258,8 @@ func.func @main(%x: tensor<1x2x5x5xui8>, %xb: tensor<1x1x7x7x4xui8>, %a: tensor<
     assert op_flops(ops["graph.qconv2d"]) == 2 * 3 * 5 * 5 * 2 * 3 * 3
     assert op_flops(ops["graph.qconv2d_nchwc"]) == 2 * 3 * 5 * 5 * 3 * 3 * 3
     assert op_flops(ops["graph.qdense"]) == 2 * 3 * 2 * 7
+    x = np.zeros((1, 2, 8, 8, 16), np.uint8)
+    dw = g.QDepthwiseConv2DNCHWcOp.make(
+        g.ConstantOp.from_numpy(x).results[0], g.ConstantOp.from_numpy(np.ones((20, 1, 3, 3), np.int8)).results[0],
+        strides=[2, 2], padding=[0, 0, 1, 1], x_scale=[0.05], w_scale=[0.01], y_scale=[0.1])
+    assert op_flops(dw) == 2 * 4 * 4 * 20 * 3 * 3  # the 20 real channels of 32
