@@ -223,6 +223,7 @@ def _ort_session(path: str, threads: int):
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.log_severity_level = 3  # errors only: not one warning per initializer listed as an input
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
