@@ -121,6 +121,21 @@ def _conv_write_back(s: Schedule) -> None:
         pass  # (the generic default's)
 
 
+def _parallel_rows(s: Schedule, outer: list[str]) -> None:
+    """The blocked convs' outer loops (batch, channel block, output row) fused into one
+    parallel loop. Batch 1: the batch loop is expanded away first, so the fused loop's
+    indices are one div/rem deep (a third fused loop's nested div/rem defeats the
+    dependence analysis, as for f32)."""
+    if s.loop(outer[0]).trip_count == 1:
+        s.unroll(outer[0], expand=True)
+        outer = outer[1:]
+    par = s.loop(outer[0])
+    for name in outer[1:]:
+        par = s.fuse(par, name, name=f"{loop_name(par)}_{name}")
+    if par.trip_count >= 2:
+        s.parallel(par)
+
+
 @form_schedule(QCONV2D_NCHWC)
 def schedule_qconv2d_nchwc(s: Schedule, target: Target) -> bool:
     """The blocked int8 conv (kernels/quantized_nchwc.py)::
@@ -147,17 +162,7 @@ def schedule_qconv2d_nchwc(s: Schedule, target: Target) -> bool:
         for suffix in ("", "_u"):
             if f"nl{suffix}" not in names:
                 continue
-            outer = [f"{name}{suffix}" for name in ("n", "ocbo", "oh")]
-            if s.loop(outer[0]).trip_count == 1:
-                # batch 1: gone, so the fused loop's indices are one div/rem deep (a third
-                # fused loop's nested div/rem defeats the dependence analysis, as for f32)
-                s.unroll(outer[0], expand=True)
-                outer = outer[1:]
-            par = s.loop(outer[0])
-            for name in outer[1:]:
-                par = s.fuse(par, name, name=f"{loop_name(par)}_{name}")
-            if par.trip_count >= 2:
-                s.parallel(par)
+            _parallel_rows(s, [f"{name}{suffix}" for name in ("n", "ocbo", "oh")])
         for suffix in ("", "_u"):
             if f"nl{suffix}" not in names:
                 continue
@@ -189,15 +194,7 @@ def schedule_qdepthwise_nchwc(s: Schedule, target: Target) -> bool:
         for suffix in ("", "_u"):
             if f"c{suffix}" not in names:
                 continue
-            outer = [f"{name}{suffix}" for name in ("n", "cb", "oh")]
-            if s.loop(outer[0]).trip_count == 1:
-                s.unroll(outer[0], expand=True)
-                outer = outer[1:]
-            par = s.loop(outer[0])
-            for name in outer[1:]:
-                par = s.fuse(par, name, name=f"{loop_name(par)}_{name}")
-            if par.trip_count >= 2:
-                s.parallel(par)
+            _parallel_rows(s, [f"{name}{suffix}" for name in ("n", "cb", "oh")])
             c = s.vectorize(f"c{suffix}")
             if c.trip_count > 1 and c.trip_count & (c.trip_count - 1) == 0:
                 c.attributes["dlc.whole_vector"] = UnitAttr()
