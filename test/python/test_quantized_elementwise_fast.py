@@ -64,14 +64,19 @@ def test_qmul_every_pair():
 
 
 @pytest.mark.parametrize("dtype", ["ui8", "i8"])
-def test_quantize_saturates_in_i32(dtype):
-    """graph.quantize clamps after the (saturating) float -> i32 conversion: the same as
-    clamping the float, for NaN (-> the zero point's clamp of 0) and +-inf too."""
+@pytest.mark.parametrize("shape", [(2, 3, 40), (1, 3, 64, 64), (1, 3, 37, 41)])
+def test_quantize_saturates_in_i32(dtype, shape):
+    """graph.quantize saturates as a saturating float -> i32 conversion then an i32 clamp
+    would: NaN -> the clamp of 0, +-inf and huge values -> the range's ends, ties to even.
+    Shapes: a short row, the per-tensor row view (8 rows of 1536), a prime-sided image
+    (no such view: the [N*C, H*W] one)."""
     from xdsl.dialects.builtin import IntegerType, Signedness, i8
 
     et = IntegerType(8, Signedness.UNSIGNED) if dtype == "ui8" else i8
-    x = (np.random.default_rng(3).standard_normal((2, 3, 40)) * 200).astype(np.float32)
-    x.flat[:8] = [np.nan, np.inf, -np.inf, 3e9, -3e9, 2.5, -2.5, 1e38]
+    x = (np.random.default_rng(3).standard_normal(shape) * 200).astype(np.float32)
+    special = [np.nan, np.inf, -np.inf, 3e9, -3e9, 2.5, -2.5, 1e38, 0.25, -0.75, 1.5, -1.5]
+    x.flat[:12] = special
+    x.flat[-12:] = special  # (the vectorized body and the scalar tail)
     check(g.QuantizeOp, [x], scale=[0.5], zero_point=[3 if dtype == "ui8" else -4], dtype=et)
 
 
