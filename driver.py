@@ -326,6 +326,14 @@ def graph_passes(layout: str | None = None) -> tuple[str, ...]:
     return passes[:at] + ("alter-op-layout",) + passes[at:]
 
 
+def lower_to_loops_pass(target: Target | None = None, profile: bool = False) -> str:
+    """The lower-to-loops pass spec of a CPU compile for `target` (default: the host): the
+    CPU kernel forms, with the int8 register tiles its vector registers hold."""
+    target = Target.host() if target is None else target
+    profiled = " profile=true" if profile else ""
+    return f"lower-to-loops{{flat-conv=true int8-accumulators={target.int8_accumulators}{profiled}}}"
+
+
 def schedule_pass(target: Target | None = None) -> str:
     """The default-schedule pass spec for `target` (default: the host)."""
     target = Target.host() if target is None else target
@@ -422,8 +430,8 @@ def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = N
                 _run_byoc(module, list(byoc), target, timed, externals)
         if not byoc and externals is not None:
             _run_codegens_of_partitions(module, target, timed, externals)
-        with timed("lower-to-loops"):  # the CPU kernel forms
-            _pipeline_pass("lower-to-loops{flat-conv=true" + (" profile=true}" if profile else "}"), module)
+        with timed("lower-to-loops"):
+            _pipeline_pass(lower_to_loops_pass(target, profile), module)
         with timed("schedule"), _kernel_progress(progress):
             _pipeline_pass(schedule_pass(target), module)
     if _level(module) == "loops":

@@ -221,6 +221,15 @@ class Target:
             return 32  # thumbv7em: s0-s31 of its FPU
         return 32 if self.has("avx512f") else 16
 
+    @property
+    def int8_accumulators(self) -> int:
+        """16-lane i32 accumulators an int8 register tile may hold: half the vector
+        registers, each accumulator taking 512 / vector_bits of them (32 zmm: 16; 16 ymm:
+        4; 32 NEON q: 4); the other half holds the weight vectors and the broadcasts (the
+        AVX2 dot widens each weight vector into an even and an odd half: int8_dot.py)."""
+        per_accumulator = max(1, 512 // self.vector_bits)
+        return max(1, self.vector_registers // 2 // per_accumulator)
+
     def _tile_rows(self, cap: int) -> int:
         """Rows of 16 f32 accumulator columns the registers hold: r rows of 16/lanes
         vectors each, plus one row of B vectors and one A broadcast."""

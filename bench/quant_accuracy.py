@@ -182,8 +182,35 @@ def random_inputs(model: onnx.ModelProto, count: int, seed: int) -> list[np.ndar
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
 
 
+_SATURATES: list[bool] = []
+
+
+def ort_u8s8_saturates() -> bool:
+    """Whether this host's onnxruntime computes u8 x s8 dot products with saturation: its
+    U8S8 kernels on x86 without VNNI add each pair of products in ``vpmaddubsw``'s
+    saturating i16 (255 * 127 * 2 > 32767), so its int8 results are not exact. Probed
+    through onnxruntime itself (a MatMulInteger of 255s and 127s, once per process), not
+    from the CPU flags. Where it saturates, the comparisons quantize with 7-bit weights
+    (``reduce_range``, onnxruntime's own advice for such hosts), where it is exact."""
+    if not _SATURATES:
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+
+        k = 64
+        node = helper.make_node("MatMulInteger", ["a", "b"], ["y"])
+        graph = helper.make_graph([node], "probe", [helper.make_tensor_value_info("a", TensorProto.UINT8, [4, k])],
+                                  [helper.make_tensor_value_info("y", TensorProto.INT32, [4, 16])],
+                                  [numpy_helper.from_array(np.full((k, 16), 127, np.int8), "b")])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+        y = session.run(None, {"a": np.full((4, k), 255, np.uint8)})[0]
+        _SATURATES.append(bool(np.any(y != k * 255 * 127)))
+    return _SATURATES[0]
+
+
 def ort_quantize(model: onnx.ModelProto, calibration: list[np.ndarray], workdir: str) -> onnx.ModelProto:
-    """onnxruntime's quantize_static: QDQ, per channel, uint8 activations, int8 weights."""
+    """onnxruntime's quantize_static: QDQ, per channel, uint8 activations, int8 weights
+    (7-bit where this host's onnxruntime saturates: :func:`ort_u8s8_saturates`)."""
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     name, _ = input_spec(model)
@@ -198,7 +225,8 @@ def ort_quantize(model: onnx.ModelProto, calibration: list[np.ndarray], workdir:
     src, dst = os.path.join(workdir, "float.onnx"), os.path.join(workdir, "ort_qdq.onnx")
     onnx.save(model, src)
     quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                    reduce_range=ort_u8s8_saturates())
     return onnx.load(dst)
 
 

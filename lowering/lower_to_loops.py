@@ -216,12 +216,12 @@ def stamp_cost(kernel: func.FuncOp, ops: list[Operation]) -> None:
 
 
 def lower_module(module: ModuleOp, reuse_buffers: bool = True, flat_conv: bool = False,
-                 profile: bool = False) -> None:
+                 profile: bool = False, int8_accumulators: int = 16) -> None:
     """Replace every graph function of ``module`` by kernels + a host function.
-    ``flat_conv``: the CPU kernel forms (kernels/forms.py: KernelOptions); ``profile``:
-    kernels carry their ops' cost (:func:`stamp_cost`)."""
+    ``flat_conv``, ``int8_accumulators``: the CPU kernel forms (kernels/forms.py:
+    KernelOptions); ``profile``: kernels carry their ops' cost (:func:`stamp_cost`)."""
     store = store_of(module)
-    cache = KernelCache(KernelOptions(flat_conv=flat_conv), profile)
+    cache = KernelCache(KernelOptions(flat_conv=flat_conv, int8_accumulators=int8_accumulators), profile)
     graph_fns = [op for op in module.ops if is_graph_function(op)]
     externals = frozenset(_external_declarations(module))
     for fn in graph_fns:
@@ -260,6 +260,13 @@ class LowerToLoopsPass(ModulePass):
     # each kernel stamped with its graph ops' FLOPs and bytes (tloop.flops, tloop.bytes),
     # which lower-to-llvm{profile=true} puts in the profile's record table
     profile: bool = False
+    # 16-lane i32 accumulators of the int8 convs' register tiles: the target's
+    # (Target.int8_accumulators; dlc.compile passes it: 16 with AVX-512, 4 with AVX2)
+    int8_accumulators: int = 16
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.int8_accumulators <= 64:
+            raise ValueError(f"int8-accumulators must be in 1..64, got {self.int8_accumulators}")
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        lower_module(op, self.reuse_buffers, self.flat_conv, self.profile)
+        lower_module(op, self.reuse_buffers, self.flat_conv, self.profile, self.int8_accumulators)

@@ -48,7 +48,7 @@ def check_options(method: str, percentile: float, activation_type: str, weight_t
 
 def quantize(model, calibration, output: str | None = None, method: str = "minmax", percentile: float = 99.99,
              per_channel: bool = True, activation_type: str = "uint8", weight_type: str = "int8",
-             op_types=DEFAULT_OP_TYPES) -> onnx.ModelProto:
+             op_types=DEFAULT_OP_TYPES, reduce_range: bool = False) -> onnx.ModelProto:
     """Quantize a float ONNX model to a QDQ model (the form onnxruntime's ``quantize_static`` writes).
 
     ``model``: an .onnx path or an ``onnx.ModelProto``. ``calibration``: a ``.npz`` path (one array
@@ -62,6 +62,9 @@ def quantize(model, calibration, output: str | None = None, method: str = "minma
     ``weight_type`` (symmetric int8), per output channel unless ``per_channel=False``; biases
     int32. ``op_types`` limits the ops quantized (default: Conv, Gemm, MatMul, Add, Concat,
     GlobalAveragePool, MaxPool, AveragePool, Relu, Clip); the others stay float.
+    ``reduce_range``: 7-bit weights, as onnxruntime's option: for a model onnxruntime runs
+    on x86 without VNNI, whose U8S8 kernels saturate a pair of 8-bit products in i16
+    (dlc's int8 kernels are exact either way).
 
     Returns the model; with ``output`` also writes it there (atomically: a complete file or
     the old one). Bad input raises ``QuantizationError`` (a ``DiagnosticError``) in one line.
@@ -75,7 +78,7 @@ def quantize(model, calibration, output: str | None = None, method: str = "minma
     samples = load_samples(calibration, model_inputs(float_model))
     plan = plan_qdq(float_model, tuple(op_types), per_channel)
     ranges = collect_ranges(plan.source, plan.calibrate, samples, method, percentile)
-    quantized = write_qdq(plan, ranges, activation_type, weight_type)
+    quantized = write_qdq(plan, ranges, activation_type, weight_type, reduce_range)
     try:
         onnx.checker.check_model(quantized)
     except onnx.checker.ValidationError as err:  # the writer's bug, not the user's: say what broke

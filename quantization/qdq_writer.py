@@ -249,16 +249,22 @@ def activation_params(rmin: float, rmax: float, qtype: str) -> tuple[np.ndarray,
     return np.array(scale, np.float32), np.array(zero, dtype)
 
 
-def quantize_weight(w: np.ndarray, axis: int | None, qtype: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(q, scale, zero point) of a weight, per channel along ``axis`` or per tensor."""
+def quantize_weight(w: np.ndarray, axis: int | None, qtype: str,
+                    reduce_range: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q, scale, zero point) of a weight, per channel along ``axis`` or per tensor.
+    ``reduce_range``: 7 bits ([-63, 63] int8, [0, 127] uint8), as onnxruntime's option of
+    that name: a u8 x s8 pair sum then fits the i16 that AVX2's ``vpmaddubsw`` saturates
+    (onnxruntime's U8S8 kernels on x86 without VNNI)."""
     w = w.astype(np.float64)
     reduce_axes = tuple(a for a in range(w.ndim) if a != axis) if axis is not None else None
     lo = np.minimum(w.min(axis=reduce_axes), 0.0) if w.size else np.zeros(())
     hi = np.maximum(w.max(axis=reduce_axes), 0.0) if w.size else np.zeros(())
     dtype, qmin, qmax = QTYPES[qtype]
-    if qtype == "int8":  # symmetric in [-127, 127], zero point 0
-        qmin = -127
-        scale = np.maximum(np.abs(lo), np.abs(hi)) / 127.0
+    if reduce_range:
+        qmin, qmax = (-64, 63) if qtype == "int8" else (0, 127)
+    if qtype == "int8":  # symmetric in [-qmax, qmax], zero point 0
+        qmin = -qmax
+        scale = np.maximum(np.abs(lo), np.abs(hi)) / float(qmax)
         zero = np.zeros_like(scale)
     else:
         scale = (hi - lo) / (qmax - qmin)
@@ -274,7 +280,7 @@ def quantize_weight(w: np.ndarray, axis: int | None, qtype: str) -> tuple[np.nda
 
 
 def write_qdq(plan: QdqPlan, ranges: dict[str, tuple[float, float]], activation_type: str = "uint8",
-              weight_type: str = "int8") -> onnx.ModelProto:
+              weight_type: str = "int8", reduce_range: bool = False) -> onnx.ModelProto:
     """The QDQ model of ``plan`` with activation ranges ``ranges`` (name -> (min, max))."""
     model = onnx.ModelProto()
     model.CopyFrom(plan.model)
@@ -322,7 +328,8 @@ def write_qdq(plan: QdqPlan, ranges: dict[str, tuple[float, float]], activation_
         tag = (use.weight, use.axis)
         if tag not in written:  # a weight shared by nodes with one axis is written once
             base = use.weight if not any(w == use.weight for w, _ in written) else f"{use.weight}_{len(written)}"
-            q, scale, zero = quantize_weight(numpy_helper.to_array(initializers[use.weight]), use.axis, weight_type)
+            q, scale, zero = quantize_weight(numpy_helper.to_array(initializers[use.weight]), use.axis, weight_type,
+                                              reduce_range)
             if use.axis is None:
                 scale, zero = scale.reshape(()), zero.reshape(())
             new_inits += [numpy_helper.from_array(q, f"{base}_quantized"),

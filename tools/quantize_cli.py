@@ -28,6 +28,8 @@ def add_command(sub) -> None:
     q.add_argument("--percentile", type=float, default=99.99, help="for --method percentile (default 99.99)")
     q.add_argument("--per-tensor", action="store_true", help="one weight scale per tensor, not per channel")
     q.add_argument("--activation-type", choices=("uint8", "int8"), default="uint8")
+    q.add_argument("--reduce-range", action="store_true",
+                   help="7-bit weights (as onnxruntime's reduce_range: for onnxruntime on x86 without VNNI)")
     q.add_argument("--op-types", default=",".join(DEFAULT_OP_TYPES),
                    help=f"ops to quantize, comma-separated (default {','.join(DEFAULT_OP_TYPES)})")
 
@@ -40,7 +42,7 @@ def quantize_command(args) -> int:
     op_types = tuple(t.strip() for t in args.op_types.split(",") if t.strip())
     model = quantize(args.model, args.calibrate, output=args.output, method=args.method,
                      percentile=args.percentile, per_channel=not args.per_tensor,
-                     activation_type=args.activation_type, op_types=op_types)
+                     activation_type=args.activation_type, op_types=op_types, reduce_range=args.reduce_range)
     pairs = sum(1 for n in model.graph.node if n.op_type == "QuantizeLinear")
     weights = sum(1 for n in model.graph.node if n.op_type == "DequantizeLinear"
                   and n.input[0].endswith("_quantized"))

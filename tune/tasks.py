@@ -1,7 +1,7 @@
 """Tuning tasks: the unique tunable kernels of a model, each a standalone module.
 
 ``extract_tasks(source, target)`` runs the CPU pipeline up to the loop IR (graph passes,
-``lower-to-loops{flat-conv=true}``: the kernels ``dlc.compile`` schedules), keeps the
+``driver.lower_to_loops_pass``: the kernels ``dlc.compile`` schedules for the target), keeps the
 kernels whose form has a schedule space (lowering/schedule/space.py), and groups them by
 workload key: one :class:`Task` per key, ``count`` = how often the model calls such a
 kernel, ``flops`` = the float operations of one call (each float arith op of the kernel
@@ -121,7 +121,7 @@ def extract_tasks(source, target: Target | str = "llvm", input_shapes=None, layo
     """The tunable kernels of `source` (what ``dlc.compile`` takes: an ONNX path or
     ModelProto, graph IR text or module), one Task per workload key, in the order of
     their first call; ``input_shapes`` fixes an ONNX model's dynamic input dims."""
-    from dlc.driver import CompileError, _level, graph_passes, load_module, run_pass
+    from dlc.driver import CompileError, _level, graph_passes, load_module, lower_to_loops_pass, run_pass
 
     try:
         target = as_target(target)
@@ -142,7 +142,7 @@ def extract_tasks(source, target: Target | str = "llvm", input_shapes=None, layo
         try:
             for name in graph_passes(layout):
                 run_pass(name, module)
-            run_pass("lower-to-loops{flat-conv=true}", module)
+            run_pass(lower_to_loops_pass(target), module)
         except DiagnosticError as err:
             raise CompileError(err.message) from None
     kernels = {op.sym_name.data: op for op in module.ops

@@ -190,6 +190,8 @@ def _loop_metadata(llmod: ir.Module, kind: str, width: int, width_hints: bool = 
             props.append(llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.unroll.disable")]))
     elif kind == "unrolled":
         props = [llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.unroll.full")])]
+    elif kind == "rolled":  # a serial loop LLVM must not unroll (control_flow.ROLLED_ATTR)
+        props = [llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.unroll.disable")])]
     else:
         raise TranslationError(f"llvm translation: unknown loop kind '{kind}' on a latch branch")
     node = ir.values.MDValue(llmod, [], name=str(len(llmod.metadata)))

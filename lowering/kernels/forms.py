@@ -30,6 +30,7 @@ CONV2D_NCHWC = "conv2d_nchwc"  # kernels/conv_nchwc.py: n ocb oh ow oc / icb kh 
 POOL2D_NCHWC = "pool2d_nchwc"  # kernels/nchwc_ops.py: n cb oh ow / ... c
 MATMUL = "matmul"  # kernels/matmul.py with two matrix operands: b.. m n / k
 QGEMM = "qgemm"  # kernels/quantized_fast.py: integer GEMM, m nb nl / k4 j (+ panel, write-back)
+QGEMM_TILE_ATTR = "tloop.qgemm_tile"  # a qgemm kernel's register tile: array<i64: rows, 16-lane vectors>
 ATTENTION = "attention"  # kernels/attention.py: b h / i / key blocks (sd sj, pj pd), online softmax
 QCONV2D_NCHWC = "qconv2d_nchwc"  # kernels/quantized_nchwc.py: n ocbo oh owt / icb kh kw ic4 tb t nl j
 QDEPTHWISE_NCHWC = "qdepthwise_nchwc"  # kernels/quantized_depthwise_nchwc.py: n cb oh owt / c (T pixels)
@@ -85,6 +86,9 @@ class KernelOptions:
 
     ``flat_conv``: the CPU kernel forms: f32 NCHW conv2d in the flattened padded form
     (or its grouped / depthwise variants) and the row-vectorized pools. Off for the GPU
-    lowering, which maps output loops to threads."""
+    lowering, which maps output loops to threads. ``int8_accumulators``: the 16-lane i32
+    accumulators the int8 convs' register tiles may hold (``Target.int8_accumulators``:
+    16 with AVX-512's 32 zmm, 4 with AVX2's 16 ymm)."""
 
     flat_conv: bool = False
+    int8_accumulators: int = 16

@@ -40,12 +40,12 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import IntegerType, MemRefType, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, IntegerType, MemRefType, i32, i64
 from xdsl.ir import SSAValue
 
 from dlc.dialects import tloop
 from dlc.lowering.kernels.builder import KernelBuilder
-from dlc.lowering.kernels.forms import QGEMM
+from dlc.lowering.kernels.forms import QGEMM, QGEMM_TILE_ATTR
 
 LANES, GROUP = 16, 4
 I8 = IntegerType(8)
@@ -75,6 +75,7 @@ class QGemmPlan:
     out_signed: bool
     out_bits: int = 8
     clamp: tuple[int, int] | None = None
+    accumulators: int = 16  # the target's 16-lane accumulator budget (KernelOptions)
 
     @property
     def m_pad(self) -> int:
@@ -90,9 +91,13 @@ class QGemmPlan:
 
     @property
     def tile(self) -> tuple[int, int]:
-        """(rows, 16-column vectors) of the register tile: 8 x 2 (16 accumulators, enough to
-        hide vpdpbusd's latency on two ports) when N has two vectors, else 12 x 1."""
-        return (8, 2) if self.n > LANES else (12, 1)
+        """(rows, 16-column vectors) of the register tile: with 16 accumulators (AVX-512)
+        8 x 2 (enough to hide vpdpbusd's latency on two ports) when N has two vectors, else
+        12 x 1; with fewer (AVX2's 16 ymm: 4) one vector of that many rows. The kernel
+        states it (QGEMM_TILE_ATTR) for its schedule."""
+        if self.accumulators < 12:
+            return (self.accumulators, 1)
+        return (8, 2) if self.n > LANES and self.accumulators >= 16 else (12, 1)
 
 
 def pack_constants(plan: QGemmPlan) -> dict[str, np.ndarray]:
@@ -201,7 +206,9 @@ def build_qgemm(kb: KernelBuilder, plan: QGemmPlan, weights: dict[str, str],
     write(kb, value_at)
     kb.emit(memref.DeallocOp.get(ap2))
     kb.emit(memref.DeallocOp.get(acc))
-    return kb.finish(QGEMM)
+    kernel = kb.finish(QGEMM)
+    kernel.attributes[QGEMM_TILE_ATTR] = DenseArrayBase.from_list(i64, list(plan.tile))
+    return kernel
 
 
 _SHAPES = {
@@ -301,7 +308,8 @@ def _constant(value: SSAValue) -> np.ndarray | None:
     return owner.array() if isinstance(owner, (g.ConstantOp, g.WeightOp)) else None
 
 
-def _plan(op, m: int, n: int, k: int, x_et, w: np.ndarray, w_et, w_zero, a_zero, real) -> QGemmPlan | None:
+def _plan(op, m: int, n: int, k: int, x_et, w: np.ndarray, w_et, w_zero, a_zero, real,
+          accumulators: int) -> QGemmPlan | None:
     from dlc.dialects.graph import requant
 
     zw = np.broadcast_to(np.asarray(w_zero, np.int64), (n,)) - (128 if not _signed(w_et) else 0)
@@ -311,7 +319,7 @@ def _plan(op, m: int, n: int, k: int, x_et, w: np.ndarray, w_et, w_zero, a_zero,
     out_et = op.results[0].type.element_type
     lo, hi = op.out_range()
     return QGemmPlan(m, n, k, _signed(x_et), int(a_zero), w, not _signed(w_et), np.asarray(w_zero),
-                     mult, shift, int(op.y_zero_point[0]), _signed(out_et), 8, (lo, hi))
+                     mult, shift, int(op.y_zero_point[0]), _signed(out_et), 8, (lo, hi), accumulators)
 
 
 def _weights(op, plan: QGemmPlan, name: str) -> dict[str, str]:
@@ -321,7 +329,7 @@ def _weights(op, plan: QGemmPlan, name: str) -> dict[str, str]:
     return {key: store.add(f"{name}.{key}", array) for key, array in pack_constants(plan).items()}
 
 
-def generate_fast(op, name: str) -> func.FuncOp | None:
+def generate_fast(op, name: str, accumulators: int = 16) -> func.FuncOp | None:
     """The qgemm kernel of a graph.qdense / graph.qmatmul / graph.qconv2d (a depthwise
     qconv2d: kernels/quantized_depthwise.py), or None when the op is not its shape (a
     non-constant weight, other grouped convs, a weight zero point other than 0 (or 128
@@ -331,9 +339,9 @@ def generate_fast(op, name: str) -> func.FuncOp | None:
     if isinstance(op, g.QConv2DOp):
         from dlc.lowering.kernels.quantized_depthwise import qdepthwise
 
-        return _qconv2d(op, name) if op.attrs.groups == 1 else qdepthwise(op, name)
+        return _qconv2d(op, name, accumulators) if op.attrs.groups == 1 else qdepthwise(op, name)
     if isinstance(op, (g.QDenseOp, g.QMatmulOp)):
-        return _qdense(op, name)
+        return _qdense(op, name, accumulators)
     return None
 
 
@@ -344,7 +352,7 @@ def fast_first(plain: Callable) -> Callable:
 
     def generate(op, name: str, options) -> func.FuncOp:
         if options.flat_conv:
-            fast = generate_fast(op, name)
+            fast = generate_fast(op, name, options.int8_accumulators)
             if fast is not None:
                 return fast
         return plain(op, name)
@@ -354,7 +362,7 @@ def fast_first(plain: Callable) -> Callable:
     return generate
 
 
-def _qdense(op, name: str) -> func.FuncOp | None:
+def _qdense(op, name: str, accumulators: int) -> func.FuncOp | None:
     from dlc.dialects import graph as g
 
     dense = isinstance(op, g.QDenseOp)
@@ -369,10 +377,10 @@ def _qdense(op, name: str) -> func.FuncOp | None:
     m = int(np.prod(lead)) if lead else 1
     if dense:
         plan = _plan(op, m, n, k, x.type.element_type, wk, wv.type.element_type, op.w_zero_point,
-                     op.x_zero_point[0], op.multipliers())
+                     op.x_zero_point[0], op.multipliers(), accumulators)
     else:
         plan = _plan(op, m, n, k, x.type.element_type, wk, wv.type.element_type, op.b_zero_point,
-                     op.a_zero_point[0], op.multipliers())
+                     op.a_zero_point[0], op.multipliers(), accumulators)
     if plan is None:
         return None
     operands = list(op.operands)
@@ -389,7 +397,7 @@ def _qdense(op, name: str) -> func.FuncOp | None:
     return build_qgemm(kb, plan, _weights(op, plan, name), matrix_panel(a, m, k, []), write, bias)
 
 
-def _qconv2d(op, name: str) -> func.FuncOp | None:
+def _qconv2d(op, name: str, accumulators: int) -> func.FuncOp | None:
     from dlc.dialects.graph_base import Attrs  # noqa: F401 (attrs via op)
     from dlc.dialects.graph.conv import _window_attrs
 
@@ -405,7 +413,7 @@ def _qconv2d(op, name: str) -> func.FuncOp | None:
     (sh, sw), (dh, dw), (pt, pl, _pb, _pr) = _window_attrs(op.attrs)
     k = c * kh * kw
     plan = _plan(op, n * oh * ow, o, k, x.type.element_type, w.reshape(o, k).T, wv.type.element_type,
-                 op.w_zero_point, op.x_zero_point[0], op.multipliers())
+                 op.w_zero_point, op.x_zero_point[0], op.multipliers(), accumulators)
     if plan is None:
         return None
     operands = list(op.operands)

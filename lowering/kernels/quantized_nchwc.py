@@ -50,7 +50,7 @@ from dlc.lowering.kernels.requant import requantize_i64, rounding_constants
 
 LANES, GROUP = 16, 4
 I8 = IntegerType(8)
-MAX_ACCUMULATORS = 16  # zmm accumulators of the register tile (of 32: weights, broadcasts)
+MAX_ACCUMULATORS = 16  # AVX-512's register tile: 16 of the 32 zmm (the rest: weights, broadcasts)
 
 
 @dataclass(frozen=True)
@@ -72,14 +72,22 @@ class QConvNCHWcPlan:
     blocks: int
 
 
-def register_tile(ow: int, obn: int) -> tuple[int, int]:
-    """(pixels T, output blocks B) of the tile: T a divisor of the row in 8..4 when there
-    is one (no tail nest), else min(row, 8); B = 2 (4 for rows of at most 4 pixels) when
-    it divides the output blocks, so each broadcast feeds B vpdpbusd and each weight
-    vector T; T x B <= 16 accumulators."""
-    cols = next((t for t in (8, 7, 6, 5, 4) if ow % t == 0), min(ow, 8))
+def tile_pixels(ow: int, cap: int) -> int:
+    """Pixels of a row's register tile, at most ``cap``: a divisor of the row in cap..4 (a
+    cap of 4 or less: cap..cap-1) when there is one (no tail nest), else min(row, cap)."""
+    cap = max(1, cap)
+    lowest = 4 if cap > 4 else max(1, cap - 1)  # AVX2's 4: a row of 9 takes 3 x 3, no tail
+    return next((t for t in range(cap, lowest - 1, -1) if ow % t == 0), min(ow, cap))
+
+
+def register_tile(ow: int, obn: int, accumulators: int = MAX_ACCUMULATORS) -> tuple[int, int]:
+    """(pixels T, output blocks B) of the tile of at most ``accumulators`` 16-lane
+    accumulators (the target's: KernelOptions.int8_accumulators): T = :func:`tile_pixels`
+    of the row, capped at 8 and the budget; B = 2 (4 for rows of at most 4 pixels) when it divides the output blocks and
+    fits, so each broadcast feeds B dot products and each weight vector T."""
+    cols = tile_pixels(ow, min(8, accumulators))
     for blocks in (4, 2, 1):
-        if obn % blocks == 0 and cols * blocks <= MAX_ACCUMULATORS and (blocks < 4 or cols <= 4):
+        if obn % blocks == 0 and cols * blocks <= accumulators and (blocks < 4 or cols <= 4):
             return cols, blocks
     return cols, 1
 
@@ -137,8 +145,8 @@ def _padded_total(total: np.ndarray, channels: int) -> np.ndarray:
     return out
 
 
-@kernel("graph.qconv2d_nchwc")
-def lower_qconv2d_nchwc(op, name: str) -> func.FuncOp:
+@kernel("graph.qconv2d_nchwc", options=True)
+def lower_qconv2d_nchwc(op, name: str, options) -> func.FuncOp:
     from dlc.dialects.graph.quantized import quant_range
     from dlc.lowering.lower_to_loops import LoweringError
     from dlc.weights import store_of
@@ -157,7 +165,7 @@ def lower_qconv2d_nchwc(op, name: str) -> func.FuncOp:
     if wp is None:
         raise LoweringError(op, "graph.qconv2d_nchwc needs a weight zero point of 0 (128 for ui8 weights)")
     _, _, kh, kw = w.shape
-    cols, blocks = register_tile(ow, obn)
+    cols, blocks = register_tile(ow, obn, options.int8_accumulators)
     plan = QConvNCHWcPlan(n, cb, ib, obn, oh, ow, kh, kw, tuple(op.strides), tuple(op.dilations), cols, blocks)
     store = store_of(op)
     consts = {"wp": wp, **channel_constants(op, w, w_unsigned, obn, block)}

@@ -31,19 +31,28 @@ kernel's whole block grid (``Target.num_cores`` threads share it at run time).
 
 from __future__ import annotations
 
-from xdsl.dialects.builtin import StringAttr, UnitAttr
+from xdsl.dialects.builtin import DenseArrayBase, StringAttr, UnitAttr
 
-from dlc.lowering.kernels.forms import QCONV2D_NCHWC, QDEPTHWISE_NCHWC, QGEMM
+from dlc.lowering.kernels.forms import QCONV2D_NCHWC, QDEPTHWISE_NCHWC, QGEMM, QGEMM_TILE_ATTR
 from dlc.lowering.schedule.core import Schedule, ScheduleError, loop_name
 from dlc.lowering.schedule.defaults_forms import form_schedule
-from dlc.lowering.to_llvm.int8_dot import DOT_ATTR, has_vnni
+from dlc.lowering.to_llvm.control_flow import ROLLED_ATTR
+from dlc.lowering.to_llvm.int8_dot import DOT_ATTR, dot_form
 from dlc.target import Target
 
 
 def qgemm_tile(s: Schedule) -> tuple[int, int]:
-    """(MR, NV) of the kernel: its padded extents were sized for one of the two tiles."""
-    m, nb = s.loop("m").trip_count, s.loop("nb").trip_count
-    return (8, 2) if nb % 2 == 0 and m % 8 == 0 and nb > 1 else (12, 1)
+    """(MR, NV) of the kernel's register tile, as the kernel states it (QGEMM_TILE_ATTR:
+    the generator padded M and N to it from the target's accumulator budget)."""
+    attr = s.kernel.attributes.get(QGEMM_TILE_ATTR)
+    if not isinstance(attr, DenseArrayBase) or len(attr.get_values()) != 2:
+        raise ScheduleError(f"@{s.kernel.sym_name.data}: form qgemm needs {QGEMM_TILE_ATTR} = "
+                            f"array<i64: rows, vectors> (the kernel's register tile)")
+    mr, nv = (int(v) for v in attr.get_values())
+    if mr < 1 or nv < 1 or s.loop("m").trip_count % mr or s.loop("nb").trip_count % nv:
+        raise ScheduleError(f"@{s.kernel.sym_name.data}: {QGEMM_TILE_ATTR} = {mr} x {nv} does not divide "
+                            f"m ({s.loop('m').trip_count}) and nb ({s.loop('nb').trip_count})")
+    return mr, nv
 
 
 @form_schedule(QGEMM)
@@ -71,10 +80,7 @@ def schedule_qgemm(s: Schedule, target: Target) -> bool:
         s.cache_write("acc", tile, "acc_r")
         s.unroll("mi")
         s.unroll("nbi")
-        if has_vnni(target):
-            s.loop("nl").attributes[DOT_ATTR] = StringAttr("vpdpbusd")
-        else:
-            s.unroll("j", expand=True)
+        _mark_dot(s, target, "", "k4")
     names = {loop_name(loop) for loop in s.loops()}
     if "pa_ow" in names:
         _conv_panel(s)
@@ -169,11 +175,24 @@ def schedule_qconv2d_nchwc(s: Schedule, target: Target) -> bool:
             for name in ("tb", "t", "z_b", "z_t", "z_l", "c_b", "c_t", "c_l", "o_b", "o_t"):
                 s.unroll(f"{name}{suffix}")
             s.vectorize(f"o_l{suffix}")
-            if has_vnni(target):
-                s.loop(f"nl{suffix}").attributes[DOT_ATTR] = StringAttr("vpdpbusd")
-            else:
-                s.unroll(f"j{suffix}", expand=True)
+            _mark_dot(s, target, suffix, "ic4")
     return True
+
+
+def _mark_dot(s: Schedule, target: Target, suffix: str, reduction: str) -> None:
+    """Mark the nl / j dot loop with the target's form (int8_dot.dot_form: vpdpbusd with
+    VNNI, pmaddwd with AVX2), else expand j: LLVM vectorizes the 16 lanes as written.
+    The pmaddwd form's sums are plain i32 adds: the innermost reduction loop stays rolled
+    (ROLLED_ATTR), else LLVM unrolls a short one (a 3x3's kw x ic4: 12 steps) and
+    reassociates every step's sums into live partial sums (280 ymm spills in a 3x3 of 64
+    channels; vpdpbusd accumulates inside the instruction, so it has none)."""
+    form = dot_form(target)
+    if form is not None:
+        s.loop(f"nl{suffix}").attributes[DOT_ATTR] = StringAttr(form)
+        if form == "pmaddwd":
+            s.loop(f"{reduction}{suffix}").attributes[ROLLED_ATTR] = UnitAttr()
+    else:
+        s.unroll(f"j{suffix}", expand=True)
 
 
 @form_schedule(QDEPTHWISE_NCHWC)

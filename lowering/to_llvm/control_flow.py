@@ -28,6 +28,12 @@ from dlc.lowering.to_llvm.function import (
 from dlc.lowering.to_llvm.scalar import LIBM
 
 
+# a serial loop the schedule wants kept rolled (llvm.loop.unroll.disable): LLVM's full
+# unroll of a short reduction loop lets it reassociate the integer sums of every step
+# into one tree of live partial sums (defaults_quantized.py: the AVX2 dot)
+ROLLED_ATTR = "dlc.rolled"
+
+
 def lower_for(lo: FunctionLowering, op: tloop.ForOp) -> None:
     """A serial loop with its schedule's hints, or an outlined parallel one."""
     if "dlc.int8_dot" in op.attributes:  # the u8 x s8 dot of the integer GEMMs (int8_dot.py)
@@ -41,6 +47,8 @@ def lower_for(lo: FunctionLowering, op: tloop.ForOp) -> None:
     hints: dict[str, Attribute] = {}
     if op.loop_kind in ("vectorized", "unrolled"):
         hints[LOOP_ATTR] = StringAttr(op.loop_kind)
+    elif ROLLED_ATTR in op.attributes:
+        hints[LOOP_ATTR] = StringAttr("rolled")
     if op.loop_kind == "vectorized":
         if any(nested.name in LIBM for nested in op.walk()):
             # a libm call cannot be vectorized: a hint would only make LLVM print a remark

@@ -14,6 +14,7 @@ from xdsl.ir import Block, Region
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import tensor_type_of
 from dlc.driver import compile, run_pass
+from dlc.lowering.kernels.quantized_nchwc import register_tile
 from dlc.target import Target
 
 RNG = np.random.default_rng(1819)
@@ -182,25 +183,52 @@ def test_vnni_target_register_tile_uses_vpdpbusd():
     assert dots and not any("(%rsp" in line for line in dots)  # accumulators in registers
 
 
-def test_avx2_target_is_the_exact_portable_form():
+def dot_region_spills(asm: str, mnemonic: str) -> int:
+    """Vector operands on the stack between the first and the last ``mnemonic``."""
+    lines = asm.splitlines()
+    at = [i for i, line in enumerate(lines) if mnemonic in line]
+    assert at, f"no {mnemonic} in the object code"
+    return sum("(%rsp" in line and "mm" in line for line in lines[at[0]: at[-1] + 1])
+
+
+def test_avx2_target_register_tile_uses_vpmaddwd():
+    """AVX2 (no VNNI): the exact pmaddwd form (int8_dot.py), 4 accumulators of 2 ymm and
+    the ic4 loop kept rolled: a 3x3 of 16 channels had 279 ymm spills when LLVM unrolled
+    kw x ic4 and reassociated the sums (ROLLED_ATTR)."""
     asm = _asm(AVX2)
-    assert "vpdpbusd" not in asm and "zmm" not in asm and "vpmaddubsw" not in asm
+    assert "vpdpbusd" not in asm and "zmm" not in asm and "vpmaddubsw" not in asm  # vpmaddubsw saturates
+    assert dot_region_spills(asm, "vpmaddwd") == 0
 
 
-def test_avx2_target_runs_exactly():
-    """The portable (non-VNNI) form executed on this host (any x86-64 with AVX2)."""
-    x = u8(1, 2, 8, 9, 8)
-    consts = [s8(21, 13, 3, 3), RNG.integers(-900, 900, 21).astype(np.int32)]
+def test_register_tile_fits_the_accumulator_budget():
+    assert register_tile(10, 2) == (5, 2) and register_tile(56, 4) == (8, 2)  # AVX-512: 16
+    assert register_tile(9, 4, 4) == (3, 1)  # AVX2: 4 (3 x 3 pixels, no tail)
+    assert register_tile(56, 4, 4) == (4, 1) and register_tile(7, 1, 4) == (4, 1)
+    assert register_tile(2, 4, 4) == (2, 2)
+    assert Target.from_string("x86-64-v3").int8_accumulators == 4
+    assert Target.from_string("x86-64-v4").int8_accumulators == 16
+
+
+@pytest.mark.parametrize("target,x_shape,oc,ic,bias", [
+    ("x86-64-v2", (1, 1, 7, 6, 16), 18, 16, False),  # SSE4.2: neither VNNI nor AVX2, the unmarked loop
+    ("x86-64-v3", (1, 2, 8, 9, 8), 21, 13, True),  # AVX2: the pmaddwd form; 13 of 16 blocked channels
+])
+def test_non_vnni_targets_run_exactly(target, x_shape, oc, ic, bias):
+    """The non-VNNI forms executed on this host (any x86-64 with AVX2), odd channel counts."""
+    x = u8(*x_shape)
+    consts = [s8(oc, ic, 3, 3)]
+    if bias:
+        consts.append(RNG.integers(-900, 900, oc).astype(np.int32))
 
     def build(ops, xv):
-        op = g.QConv2DNCHWcOp.make(xv, *(_const(ops, a) for a in consts), **quant_attrs(21, 128, True))
+        op = g.QConv2DNCHWcOp.make(xv, *(_const(ops, a) for a in consts), **quant_attrs(oc, 128, True))
         ops.append(op)
         return op.results[0]
 
     module = _module(build, x)
     op = next(o_ for o_ in module.walk() if isinstance(o_, g.QConv2DNCHWcOp))
     want = op.reference(x, *consts)[0]
-    np.testing.assert_array_equal(compile(module, target="x86-64-v3")(x)[0], want)
+    np.testing.assert_array_equal(compile(module, target=target)(x)[0], want)
 
 
 @pytest.mark.parametrize("y_scale,mid", [(1e-4, False), (1.5, True), (40.0, True)])  # (multipliers > 1:

@@ -137,6 +137,26 @@ def test_avx2_target_object_code_is_exact_portable_form():
     _, asm = _loop_ir(_gemm_module(), AVX2)
     assert "vpdpbusd" not in asm and "zmm" not in asm
     assert "vpmaddwd" in asm and "vpmaddubsw" not in asm  # vpmaddubsw saturates: not exact
+    from test_qconv_nchwc import dot_region_spills
+
+    assert dot_region_spills(asm, "vpmaddwd") == 0  # the 4 x 1 tile (4 accumulators) in ymm
+
+
+def test_qgemm_tile_is_stated_by_the_kernel():
+    from dlc.lowering.kernels.forms import QGEMM_TILE_ATTR
+    from dlc.lowering.schedule.core import Schedule, ScheduleError
+    from dlc.lowering.schedule.defaults_quantized import schedule_qgemm
+
+    from dlc.driver import run_pass
+
+    module = _gemm_module()
+    run_pass("legalize", module)
+    run_pass("lower-to-loops{flat-conv=true int8-accumulators=4}", module)
+    (kernel,) = [op for op in module.ops if isinstance(op, func.FuncOp) and "tloop.kernel" in op.attributes]
+    assert list(kernel.attributes[QGEMM_TILE_ATTR].get_values()) == [4, 1]
+    del kernel.attributes[QGEMM_TILE_ATTR]
+    with pytest.raises(ScheduleError, match="form qgemm needs tloop.qgemm_tile"):
+        schedule_qgemm(Schedule(kernel), AVX2)
 
 
 def test_weight_zero_point_needs_the_plain_kernel():

@@ -231,6 +231,8 @@ def test_quantize_static_qdq_model_matches_onnxruntime(tmp_path, activation, per
     ort = pytest.importorskip("onnxruntime")
     from onnxruntime import quantization as oq
 
+    from dlc.bench.quant_accuracy import ort_u8s8_saturates  # 7-bit weights there: ort exact
+
     class Reader(oq.CalibrationDataReader):
         def __init__(self):
             rng = np.random.default_rng(1)
@@ -243,7 +245,7 @@ def test_quantize_static_qdq_model_matches_onnxruntime(tmp_path, activation, per
     qpath = str(tmp_path / "q.onnx")
     oq.quantize_static(str(tmp_path / "f.onnx"), qpath, Reader(), quant_format=oq.QuantFormat.QDQ,
                        per_channel=per_channel, activation_type=getattr(oq.QuantType, activation),
-                       weight_type=oq.QuantType.QInt8)
+                       weight_type=oq.QuantType.QInt8, reduce_range=ort_u8s8_saturates())
     compiled = compile(qpath)
     notes = "\n".join(compiled.qdq_report)
     # fold-qdq did its work: both convs and the gemm are integer ops

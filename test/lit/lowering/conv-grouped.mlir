@@ -2,7 +2,7 @@
 // form, lower-to-loops{flat-conv=true}) and their default schedules
 // (schedule/defaults_conv_grouped.py).
 // RUN: dlc-opt %s -p 'lower-to-loops{flat-conv=true}' | filecheck %s
-// RUN: dlc-opt %s -p 'lower-to-loops{flat-conv=true},tloop-default-schedule' | filecheck %s --check-prefix=SCHED
+// RUN: dlc-opt %s -p 'lower-to-loops{flat-conv=true},tloop-default-schedule{target="x86-64-v4"}' | filecheck %s --check-prefix=SCHED
 // RUN: not dlc-opt %s -p 'lower-to-loops{flat-conv=1x}' 2>&1 | filecheck %s --check-prefix=BAD
 // BAD: dlc-opt: error: invalid options for pass 'lower-to-loops'
 // BAD-NOT: Traceback

@@ -1,9 +1,12 @@
 // The qconv2d_nchwc kernel form (kernels/quantized_nchwc.py) and its schedule
 // (schedule/defaults_quantized.py): the register tile (2 output blocks x 8 pixels here,
 // and a 1-pixel tail nest for the row of 9) unrolled, the 16-lane dot loop marked for vpdpbusd on a VNNI
-// target; an AVX2 target keeps the portable loop (j expanded, no mark).
+// target; an AVX2 target (4 accumulators) a 1 block x 4 pixel tile, the loop marked for
+// pmaddwd and the ic4 reduction kept rolled; x86-64-v2 the portable loop (no mark).
 // RUN: dlc-opt -p 'legalize,lower-to-loops{flat-conv=true},tloop-default-schedule{target="llvm -mcpu=skylake-avx512 -mattr=+avx512vnni"}' %s | filecheck %s --check-prefix=VNNI
-// RUN: dlc-opt -p 'legalize,lower-to-loops{flat-conv=true},tloop-default-schedule{target="x86-64-v3"}' %s | filecheck %s --check-prefix=AVX2
+// RUN: dlc-opt -p 'legalize,lower-to-loops{flat-conv=true int8-accumulators=4},tloop-default-schedule{target="x86-64-v3"}' %s | filecheck %s --check-prefix=AVX2
+// RUN: dlc-opt -p 'legalize,lower-to-loops{flat-conv=true int8-accumulators=2},tloop-default-schedule{target="x86-64-v2"}' %s | filecheck %s --check-prefix=PORTABLE
+// RUN: dlc-opt -p 'legalize,lower-to-loops{flat-conv=true int8-accumulators=4},tloop-default-schedule{target="x86-64-v3"},expand-math,plan-workspace,lower-to-llvm' %s | filecheck %s --check-prefix=LLVM-AVX2
 // RUN: dlc-opt -p 'legalize,lower-to-loops{flat-conv=true},tloop-default-schedule{target="llvm -mcpu=skylake-avx512 -mattr=+avx512vnni"},expand-math,plan-workspace,lower-to-llvm' %s | filecheck %s --check-prefix=LLVM
 
 // VNNI:      func.func @main_{{[0-9]+}}_qconv2d_nchwc
@@ -23,7 +26,17 @@
 // VNNI:      } {dlc.int8_dot = "vpdpbusd"}
 
 // AVX2:      tloop.form = "qconv2d_nchwc"
-// AVX2-NOT:  dlc.int8_dot
+// AVX2:      memref.alloca() : memref<1x3x16xi32>
+// AVX2:      tloop.for %ic4 = 0 to 4 {
+// AVX2:      tloop.for %t = 0 to 3 unrolled
+// AVX2:      } {dlc.int8_dot = "pmaddwd"}
+// AVX2:      } {dlc.rolled}
+// AVX2-NOT:  ocbo_u
+
+// PORTABLE:      tloop.form = "qconv2d_nchwc"
+// PORTABLE-NOT:  dlc.int8_dot
+
+// LLVM-AVX2: llvm.call_intrinsic "llvm.x86.avx2.pmadd.wd"({{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
 
 // LLVM:      llvm.call_intrinsic "llvm.x86.avx512.vpdpbusd.512"({{.*}}) : (vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
 func.func @main(%x: tensor<1x2x5x11x16xui8>) -> tensor<1x4x3x9x16xui8> {
