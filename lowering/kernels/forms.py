@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.dialects import func
-from xdsl.dialects.builtin import StringAttr
+from xdsl.dialects.builtin import DenseArrayBase, StringAttr, i64
 
 from dlc.dialects.tloop import FORM_ATTR
 
@@ -31,9 +31,19 @@ POOL2D_NCHWC = "pool2d_nchwc"  # kernels/nchwc_ops.py: n cb oh ow / ... c
 MATMUL = "matmul"  # kernels/matmul.py with two matrix operands: b.. m n / k
 QGEMM = "qgemm"  # kernels/quantized_fast.py: integer GEMM, m nb nl / k4 j (+ panel, write-back)
 QGEMM_TILE_ATTR = "tloop.qgemm_tile"  # a qgemm kernel's register tile: array<i64: rows, 16-lane vectors>
+# the int8 dot kernels' s8 weight values (as packed, padding aside), array<i64: min, max>:
+# whether a byte-pair dot can saturate (int8_dot.dot_form) is a fact of the constants,
+# stated by the generator
+INT8_WEIGHT_RANGE_ATTR = "tloop.int8_weight_range"
 ATTENTION = "attention"  # kernels/attention.py: b h / i / key blocks (sd sj, pj pd), online softmax
 QCONV2D_NCHWC = "qconv2d_nchwc"  # kernels/quantized_nchwc.py: n ocbo oh owt / icb kh kw ic4 tb t nl j
 QDEPTHWISE_NCHWC = "qdepthwise_nchwc"  # kernels/quantized_depthwise_nchwc.py: n cb oh owt / c (T pixels)
+
+def stamp_weight_range(kernel: func.FuncOp, packed) -> None:
+    """State the s8 weight values' range on an int8 dot kernel (INT8_WEIGHT_RANGE_ATTR)."""
+    kernel.attributes[INT8_WEIGHT_RANGE_ATTR] = DenseArrayBase.from_list(
+        i64, [int(packed.min()), int(packed.max())] if packed.size else [0, 0])
+
 
 # the loops each form's schedule addresses by name (the generator's side of the contract)
 FORM_LOOPS: dict[str, tuple[str, ...]] = {

@@ -27,9 +27,11 @@ Compile-time constants (weights store): ``wq`` ``[CB, KH, KW, b]`` i32 (the weig
 minus its zero point, per block, zeros in the padded channels), and per channel
 ``[CB, b]``: ``bias`` = ``-zx * sum(wq)`` (x's zero-point compensation: ``sum (x - zx)
 wq = sum x wq - zx sum wq``; a constant op bias is added in; a run-time bias is read at
-the write-back), and ``mult`` (i32), i64 ``total = 31 - shift``, ``half = 2**(total - 1)``:
-TFLite's single-rounding ``MultiplyByQuantizedMultiplier`` as the op's reference computes
-it (``dialects/graph/requant.py``), emitted by ``lowering/kernels/requant.requantize_i64``. Padded channels have zero weights, bias and
+the write-back), and ``mult`` (i32) with the shift tables of ``requant.shift_tables``
+(``total = 31 - shift``, ``half = 2**(total - 1)``; i32 ``shift_hi`` in place of ``total``
+when every multiplier is below 0.5): TFLite's single-rounding
+``MultiplyByQuantizedMultiplier`` as the op's reference computes it
+(``dialects/graph/requant.py``), emitted by ``lowering/kernels/requant.requantize_tabled``. Padded channels have zero weights, bias and
 multiplier: they hold the clamped output zero point, as the op's reference says.
 """
 
@@ -45,7 +47,7 @@ from dlc.lowering.kernels.builder import KernelBuilder
 from dlc.lowering.kernels.forms import QDEPTHWISE_NCHWC
 from dlc.lowering.kernels.quantized_fast import _constant, _signed, _wrap_i32
 from dlc.lowering.kernels.quantized_nchwc import _padded_total
-from dlc.lowering.kernels.requant import requantize_i64, rounding_constants
+from dlc.lowering.kernels.requant import SHIFT_KEYS, requantize_tabled, rounding_constants, shift_tables
 
 I8 = IntegerType(8)
 MAX_COLUMNS = 8  # pixels of the register tile (T accumulators + KH x KW weights in zmm)
@@ -84,8 +86,7 @@ def depthwise_constants(op, w: np.ndarray, cb: int, block: int) -> dict[str, np.
         "wq": packed,
         "bias": _wrap_i32(per_channel(bias, np.int64)),
         "mult": per_channel(mult, np.int32),  # < 2**31: sign-extended in the kernel
-        "total": pad_total.reshape(cb, block),
-        "half": np.left_shift(np.int64(1), pad_total - 1).reshape(cb, block),
+        **{key: table.reshape(cb, block) for key, table in shift_tables(pad_total).items()},
     }
 
 
@@ -150,7 +151,8 @@ def _tile(kb: KernelBuilder, op, buf, run_bias, outer, ow0, cols: int, suffix: s
         taps = [(i, j, kb.load(buf["wq"], [iv_cb, i, j, iv_c]))
                 for i in range(kh) for j in range(kw)]
         start = kb.load(buf["bias"], [iv_cb, iv_c])
-        mult, total, half = (kb.load(buf[key], [iv_cb, iv_c]) for key in ("mult", "total", "half"))
+        mult = kb.load(buf["mult"], [iv_cb, iv_c])
+        tables = {key: kb.load(buf[key], [iv_cb, iv_c]) for key in SHIFT_KEYS if key in buf}
         if run_bias is not None:
             from dlc.lowering.kernels.quantized_nchwc import _add_bias
 
@@ -168,5 +170,5 @@ def _tile(kb: KernelBuilder, op, buf, run_bias, outer, ow0, cols: int, suffix: s
                 acc = e(arith.AddiOp(acc, e(arith.MuliOp(xv, wv))))
             accs.append(acc)
         for t, acc in enumerate(accs):
-            q = requantize_i64(kb, acc, mult, total, half, zo, lo, hi)
+            q = requantize_tabled(kb, acc, mult, tables, zo, lo, hi)
             kb.store(e(arith.TruncIOp(q, I8)), out, [iv_n, iv_cb, iv_oh, kb.iadd(ow0, t), iv_c])

@@ -45,7 +45,7 @@ from xdsl.ir import SSAValue
 
 from dlc.dialects import tloop
 from dlc.lowering.kernels.builder import KernelBuilder
-from dlc.lowering.kernels.forms import QGEMM, QGEMM_TILE_ATTR
+from dlc.lowering.kernels.forms import QGEMM, QGEMM_TILE_ATTR, stamp_weight_range
 
 LANES, GROUP = 16, 4
 I8 = IntegerType(8)
@@ -208,6 +208,7 @@ def build_qgemm(kb: KernelBuilder, plan: QGemmPlan, weights: dict[str, str],
     kb.emit(memref.DeallocOp.get(acc))
     kernel = kb.finish(QGEMM)
     kernel.attributes[QGEMM_TILE_ATTR] = DenseArrayBase.from_list(i64, list(plan.tile))
+    stamp_weight_range(kernel, plan.w.astype(np.int64) - (128 if plan.w_unsigned else 0))  # as packed
     return kernel
 
 

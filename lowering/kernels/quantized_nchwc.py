@@ -27,8 +27,8 @@ Compile-time constants (weights store): ``wp`` ``[OB, CB, KH, KW, ib/4, 16, 4]``
 after that shift is not this kernel's: :func:`plan` returns None), and per output
 channel (padded to OB x 16) ``bias`` = ``-za * sum(w)`` (the u8 zero point's
 compensation: ``sum (ua - za) w = sum ua w - za sum w``; a constant op bias is added in),
-``mult`` (i32), i64 ``total``, ``half`` (TFLite's single-rounding fixed point, as the op's
-reference: ``lowering/kernels/requant.requantize_i64``).
+``mult`` (i32) and the shift tables of ``requant.shift_tables`` (TFLite's single-rounding
+fixed point, as the op's reference: ``lowering/kernels/requant.requantize_tabled``).
 Padded output channels have zero weights, bias and multiplier: they hold the clamped
 output zero point, as the op's reference says.
 """
@@ -44,9 +44,9 @@ from xdsl.dialects.builtin import IntegerType, MemRefType, i32, i64
 from dlc.dialects import tloop
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import KernelBuilder
-from dlc.lowering.kernels.forms import QCONV2D_NCHWC
+from dlc.lowering.kernels.forms import QCONV2D_NCHWC, stamp_weight_range
 from dlc.lowering.kernels.quantized_fast import _c32, _constant, _wrap_i32
-from dlc.lowering.kernels.requant import requantize_i64, rounding_constants
+from dlc.lowering.kernels.requant import SHIFT_KEYS, requantize_tabled, rounding_constants, shift_tables
 
 LANES, GROUP = 16, 4
 I8 = IntegerType(8)
@@ -133,14 +133,14 @@ def channel_constants(op, w: np.ndarray, w_unsigned: bool, obn: int, block: int)
     return {
         "bias": _wrap_i32(padded(-int(op.x_zero_point[0]) * colsum)),
         "mult": padded(mult).astype(np.int32),  # < 2**31: sign-extended in the kernel
-        "total": total,
-        "half": np.left_shift(np.int64(1), total - 1),
+        **shift_tables(total),
     }
 
 
 def _padded_total(total: np.ndarray, channels: int) -> np.ndarray:
-    """``31 - shift`` per channel, 31 (shift 0, with multiplier 0) past the real ones."""
-    out = np.full(channels, 31, np.int64)
+    """``31 - shift`` per channel, 32 past the real ones (their multiplier is 0: any total
+    gives 0; 32 keeps the high-word form open, requant.shift_tables)."""
+    out = np.full(channels, 32, np.int64)
     out[: total.size] = total
     return out
 
@@ -192,7 +192,9 @@ def lower_qconv2d_nchwc(op, name: str, options) -> func.FuncOp:
         # main nest's; one nest holding both would index %out through two loop sets)
         with kb.loops(["n_u", "ocbo_u", "oh_u"], [n, obn // blocks, oh]) as (iv_n, iv_ob, iv_oh):
             _tile(kb, plan, buf, bias, (iv_n, iv_ob, iv_oh), full * cols, ow % cols, "_u", lo, hi, zo)
-    return kb.finish(QCONV2D_NCHWC)
+    kernel = kb.finish(QCONV2D_NCHWC)
+    stamp_weight_range(kernel, w.astype(np.int64) - (128 if w_unsigned else 0))  # as packed
+    return kernel
 
 
 def _tile(kb: KernelBuilder, plan: QConvNCHWcPlan, buf, bias, outer, ow0, cols: int, suffix: str,
@@ -229,7 +231,8 @@ def _tile(kb: KernelBuilder, plan: QConvNCHWcPlan, buf, bias, outer, ow0, cols: 
         v = kb.emit(arith.AddiOp(kb.load(accm, [b, t, lane]), kb.load(buf["bias"], [ch])))
         if bias is not None:  # the op's i32 bias (wrapping adds): real channels only
             v = _add_bias(kb, v, bias, ch, plan.obn * LANES)
-        q = requantize_i64(kb, v, *(kb.load(buf[key], [ch]) for key in ("mult", "total", "half")), zo, lo, hi)
+        tables = {key: kb.load(buf[key], [ch]) for key in SHIFT_KEYS if key in buf}
+        q = requantize_tabled(kb, v, kb.load(buf["mult"], [ch]), tables, zo, lo, hi)
         kb.store(kb.emit(arith.TruncIOp(q, I8)), out, [iv_n, ob, iv_oh, kb.iadd(ow0, t), lane])
 
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from xdsl.dialects.builtin import DenseArrayBase, StringAttr, UnitAttr
 
-from dlc.lowering.kernels.forms import QCONV2D_NCHWC, QDEPTHWISE_NCHWC, QGEMM, QGEMM_TILE_ATTR
+from dlc.lowering.kernels.forms import QCONV2D_NCHWC, QDEPTHWISE_NCHWC, QGEMM, INT8_WEIGHT_RANGE_ATTR, QGEMM_TILE_ATTR
 from dlc.lowering.schedule.core import Schedule, ScheduleError, loop_name
 from dlc.lowering.schedule.defaults_forms import form_schedule
 from dlc.lowering.to_llvm.control_flow import ROLLED_ATTR
@@ -151,7 +151,7 @@ def schedule_qconv2d_nchwc(s: Schedule, target: Target) -> bool:
             acc = 0                             B x T x 16 i32, all loops unrolled
             for icb, kh, kw, ic4                the reduction
               for tb, t (unrolled)              B x T accumulators (zmm once promoted)
-                for nl, j                       one vpdpbusd (VNNI target)
+                for nl, j                       one dot step (int8_dot.py)
             accm = acc                          unrolled: one vector store per accumulator
             out = requant(accm)                 unrolled B x T, 16 lanes vectorized
 
@@ -159,9 +159,9 @@ def schedule_qconv2d_nchwc(s: Schedule, target: Target) -> bool:
     registers (SROA); the write-back reads the copy ``accm`` in a vectorized loop (a
     vectorized loop over ``acc`` itself would keep the tile in memory: a store after every
     vpdpbusd, measured 4-5x slower on ResNet's 3x3 layers; an unrolled write-back is
-    scalar requantization, 3x slower on a 1x1 of 64 channels). Without VNNI (the Target's features) the nl / j loop is left as written
-    with j expanded: LLVM vectorizes the 16 lanes (``vpmaddwd`` on sign/zero-extended
-    operands; no ``vpmaddubsw``, which saturates: int8_dot.py). The tail nest (``_u``: the
+    scalar requantization, 3x slower on a 1x1 of 64 channels). Without VNNI the dot loop
+    gets an AVX2 form (``_mark_dot``) or, without AVX2 (the Target's features), is left
+    as written with j expanded for LLVM's vectorizer. The tail nest (``_u``: the
     last pixels of rows not a multiple of T) gets the same steps."""
     names = {loop_name(loop) for loop in s.loops()}
     with s.atomic():
@@ -179,17 +179,28 @@ def schedule_qconv2d_nchwc(s: Schedule, target: Target) -> bool:
     return True
 
 
+def weight_range(s: Schedule) -> tuple[int, int] | None:
+    """The packed weights' (min, max) as the kernel states them (INT8_WEIGHT_RANGE_ATTR),
+    or None (not stated: any s8 value)."""
+    attr = s.kernel.attributes.get(INT8_WEIGHT_RANGE_ATTR)
+    if not isinstance(attr, DenseArrayBase) or len(attr.get_values()) != 2:
+        return None
+    low, high = (int(v) for v in attr.get_values())
+    return low, high
+
+
 def _mark_dot(s: Schedule, target: Target, suffix: str, reduction: str) -> None:
     """Mark the nl / j dot loop with the target's form (int8_dot.dot_form: vpdpbusd with
-    VNNI, pmaddwd with AVX2), else expand j: LLVM vectorizes the 16 lanes as written.
-    The pmaddwd form's sums are plain i32 adds: the innermost reduction loop stays rolled
+    VNNI; with AVX2 pmaddubsw for weights that cannot saturate it, else pmaddwd), else
+    expand j: LLVM vectorizes the 16 lanes as written.
+    The AVX2 forms' sums are plain i32 adds: the innermost reduction loop stays rolled
     (ROLLED_ATTR), else LLVM unrolls a short one (a 3x3's kw x ic4: 12 steps) and
     reassociates every step's sums into live partial sums (280 ymm spills in a 3x3 of 64
     channels; vpdpbusd accumulates inside the instruction, so it has none)."""
-    form = dot_form(target)
+    form = dot_form(target, weight_range(s))
     if form is not None:
         s.loop(f"nl{suffix}").attributes[DOT_ATTR] = StringAttr(form)
-        if form == "pmaddwd":
+        if form != "vpdpbusd":
             s.loop(f"{reduction}{suffix}").attributes[ROLLED_ATTR] = UnitAttr()
     else:
         s.unroll(f"j{suffix}", expand=True)

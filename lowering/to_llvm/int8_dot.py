@@ -22,15 +22,21 @@ The schedule (``lowering/schedule/defaults_quantized.py``) picks the form from i
   vpmaddwd(odd, a_odd)`` is the lane's four products: each product of a u8 and an s8
   fits an i16 operand pair's i32 sum exactly. Measured on Zen 3 (AVX2, MobileNet int8,
   1 thread): 8x faster than the vectorizer's form of the plain loop.
+* ``"pmaddubsw"`` (x86 with ``avx2``, no VNNI, and a kernel whose packed weights lie in
+  PAIR_SAFE_WEIGHTS, ``tloop.int8_weight_range``): per 8 lanes ``vpmaddubsw`` of the
+  broadcast activation bytes and 32 weight bytes (each lane's two byte pairs summed in
+  i16), then ``vpmaddwd`` with ones (the two pair sums in i32). ``vpmaddubsw`` saturates
+  its i16 sums, but for weights within +-64 a pair is at most 255 * 64 * 2 = 32640: exact.
+  onnxruntime's ``reduce_range`` models (7-bit weights) are of that kind.
 
 Why explicit intrinsics and not LLVM's vectorizer: LLVM 22 (llvmlite 0.50) never forms
 ``vpdpbusd`` from ``add(mul(zext, sext))`` outside a horizontal reduction (it picks
 ``vpmovsxbd`` / ``vpdpwssd``: half the products per instruction plus the widening
 shuffles), and on AVX2 it vectorizes the 16 lanes with the 4 bytes of each lane gathered
 by shuffles. Any other target keeps the loop unmarked (the portable form: j unrolled,
-lowered as written with a vectorize hint). ``vpmaddubsw`` is not used on purpose: it
-adds its two u8 x s8 products into a *saturating* i16 (255 * 127 * 2 > 32767), so results
-would differ from the exact integer reference.
+lowered as written with a vectorize hint). ``vpmaddubsw`` is used only where the weights
+cannot saturate it: for full-range weights its i16 pair sums saturate (255 * 127 * 2 >
+32767) and results would differ from the exact integer reference.
 
 The handler checks the loop really is that form (trip counts, the load / ext / mul / add /
 store chain, and through the affine analysis the flattened address strides: accumulator
@@ -61,7 +67,11 @@ VNNI_INTRINSIC = "llvm.x86.avx512.vpdpbusd.512"
 
 
 PMADDWD_INTRINSIC = "llvm.x86.avx2.pmadd.wd"  # <16 x i16> x <16 x i16> -> <8 x i32>
-DOT_FORMS = ("vpdpbusd", "pmaddwd")
+PMADDUBSW_INTRINSIC = "llvm.x86.avx2.pmadd.ub.sw"  # <32 x u8> x <32 x s8> -> <16 x i16>, saturating
+DOT_FORMS = ("vpdpbusd", "pmaddubsw", "pmaddwd")
+# s8 weights for which a u8 x s8 byte pair's sum fits i16 (255 * 64 * 2 = 32640): vpmaddubsw
+# cannot saturate, so it is exact (onnxruntime's reduce_range weights: +-63 / 64)
+PAIR_SAFE_WEIGHTS = (-64, 64)
 
 
 def has_vnni(target: Target) -> bool:
@@ -69,13 +79,15 @@ def has_vnni(target: Target) -> bool:
     return target.arch == "x86_64" and all(f in target.features for f in VNNI_FEATURES)
 
 
-def dot_form(target: Target) -> str | None:
+def dot_form(target: Target, weight_range: tuple[int, int] | None = None) -> str | None:
     """The form the schedule marks the dot loop with for `target` (None: unmarked, the
-    portable loop): vpdpbusd with VNNI, pmaddwd with AVX2."""
+    portable loop): vpdpbusd with VNNI; with AVX2 pmaddubsw when the kernel states weights
+    within PAIR_SAFE_WEIGHTS (`weight_range`, the packed weights' min and max), else pmaddwd."""
     if has_vnni(target):
         return "vpdpbusd"
     if target.arch == "x86_64" and target.has("avx2"):
-        return "pmaddwd"
+        safe = weight_range is not None and PAIR_SAFE_WEIGHTS[0] <= weight_range[0] <= weight_range[1] <= PAIR_SAFE_WEIGHTS[1]
+        return "pmaddubsw" if safe else "pmaddwd"
     return None
 
 
@@ -88,10 +100,7 @@ def lower_dot_loop(lo: FunctionLowering, op: tloop.ForOp) -> None:
         raise LoweringError(op, f"'tloop.for': unknown {DOT_ATTR} form {kind} (known: {known})"
                                 f"{lo.where(op)}")
     dot = match_dot(op, lo)
-    if kind.data == "vpdpbusd":
-        emit_vnni(lo, op, dot)
-    else:
-        emit_pmaddwd(lo, op, dot)
+    {"vpdpbusd": emit_vnni, "pmaddubsw": emit_pmaddubsw, "pmaddwd": emit_pmaddwd}[kind.data](lo, op, dot)
 
 
 class _Dot:
@@ -234,6 +243,31 @@ def emit_pmaddwd(lo: FunctionLowering, op: tloop.ForOp, dot: _Dot) -> None:
         even, odd = (lo.emit(llvm.ShuffleVectorOp(v, v, mask, half_words)) for v in (w_even, w_odd))
         sums.append(lo.emit(llvm.AddOp(lo.intrinsic(PMADDWD_INTRINSIC, [even, a_even], v8),
                                        lo.intrinsic(PMADDWD_INTRINSIC, [odd, a_odd], v8))))
+    both = lo.emit(llvm.ShuffleVectorOp(sums[0], sums[1], DenseArrayBase.from_list(i32, list(range(LANES))), v16))
+    lo.emit(llvm.StoreOp(lo.emit(llvm.AddOp(acc, both)), acc_ptr, alignment=4))
+
+
+def emit_pmaddubsw(lo: FunctionLowering, op: tloop.ForOp, dot: _Dot) -> None:
+    """The loop as straight-line AVX2 code for weights within PAIR_SAFE_WEIGHTS: per 8
+    lanes, vpmaddubsw (the byte pairs' sums in i16, which cannot saturate for them) and
+    vpmaddwd with ones (the two pair sums of each lane in i32)."""
+    _lower_addresses(lo, op, dot)
+    i8, i16 = IntegerType(8), IntegerType(16)
+    half = LANES // 2
+    v16, v8 = VectorType(i32, [LANES]), VectorType(i32, [half])
+    half_bytes, pairs = VectorType(i8, [half * GROUP]), VectorType(i16, [LANES])
+    acc_ptr = _pointer(lo, dot.acc_load)
+    acc = lo.emit(llvm.LoadOp(acc_ptr, v16, alignment=4))
+    word = lo.emit(llvm.LoadOp(_pointer(lo, dot.a_load), i32, alignment=1))  # a0 a1 a2 a3
+    a_bytes = lo.emit(llvm.BitcastOp(_splat(lo, word, v8), half_bytes))
+    w = lo.emit(llvm.LoadOp(_pointer(lo, dot.w_load), VectorType(i8, [LANES * GROUP]), alignment=1))
+    ones = _splat(lo, lo.const(1, i16), pairs)
+    sums = []
+    for part in range(2):  # lanes 0..7, 8..15: 32 weight bytes each
+        mask = DenseArrayBase.from_list(i32, list(range(part * half * GROUP, (part + 1) * half * GROUP)))
+        w_half = lo.emit(llvm.ShuffleVectorOp(w, w, mask, half_bytes))
+        pair_sums = lo.intrinsic(PMADDUBSW_INTRINSIC, [a_bytes, w_half], pairs)
+        sums.append(lo.intrinsic(PMADDWD_INTRINSIC, [pair_sums, ones], v8))
     both = lo.emit(llvm.ShuffleVectorOp(sums[0], sums[1], DenseArrayBase.from_list(i32, list(range(LANES))), v16))
     lo.emit(llvm.StoreOp(lo.emit(llvm.AddOp(acc, both)), acc_ptr, alignment=4))
 

@@ -45,6 +45,17 @@ def _const(ops, array):
     return op.results[0]
 
 
+def _qconv_nchwc(x: np.ndarray, consts: list[np.ndarray], attrs) -> tuple[ModuleOp, g.QConv2DNCHWcOp]:
+    """@main(x) = graph.qconv2d_nchwc(x, *consts) (constants), and the op."""
+    def build(ops, xv):
+        op = g.QConv2DNCHWcOp.make(xv, *(_const(ops, c) for c in consts), **attrs)
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    return module, next(o_ for o_ in module.walk() if isinstance(o_, g.QConv2DNCHWcOp))
+
+
 def quant_attrs(o: int, xz: int, per_channel: bool, yz: int = 5):
     w_scale = list(RNG.uniform(0.001, 0.02, o)) if per_channel else [0.01]
     return dict(x_scale=[0.05], x_zero_point=[xz], w_scale=w_scale, y_scale=[0.1], y_zero_point=[yz])
@@ -160,13 +171,15 @@ def test_s8_activations_keep_the_plain_int8_path():
 
 # -- object code: vpdpbusd on VNNI, the exact portable form elsewhere ----------------------
 
-def _asm(target: Target) -> str:
+def _asm(target: Target, w: np.ndarray | None = None) -> str:
     from dlc.backends.llvm.jit import parse_and_optimize, target_machine
     from dlc.backends.llvm.translate import translate
     from dlc.driver import lower_to_llvm_dialect
 
+    w = s8(32, 16, 3, 3) if w is None else w
+
     def build(ops, xv):
-        op = g.QConv2DNCHWcOp.make(xv, _const(ops, s8(32, 16, 3, 3)), **quant_attrs(32, 128, True))
+        op = g.QConv2DNCHWcOp.make(xv, _const(ops, w), **quant_attrs(32, 128, True))
         ops.append(op)
         return op.results[0]
 
@@ -200,6 +213,35 @@ def test_avx2_target_register_tile_uses_vpmaddwd():
     assert dot_region_spills(asm, "vpmaddwd") == 0
 
 
+def test_avx2_target_with_7_bit_weights_uses_vpmaddubsw():
+    """Weights within +-64 (onnxruntime's reduce_range): the pmaddubsw form, no spills."""
+    asm = _asm(AVX2, RNG.integers(-64, 65, (32, 16, 3, 3)).astype(np.int8))
+    assert "vpmaddubsw" in asm and "zmm" not in asm
+    assert dot_region_spills(asm, "vpmaddubsw") == 0
+
+
+@pytest.mark.parametrize("w_low,w_high,form", [(-64, 64, "pmaddubsw"), (-65, 64, "pmaddwd"),
+                                               (-64, 65, "pmaddwd"), (-128, 127, "pmaddwd")])
+def test_avx2_form_follows_the_weight_range(w_low, w_high, form):
+    """The kernel states its weights' range (tloop.int8_weight_range) and the schedule picks
+    pmaddubsw only where its i16 pair sums cannot saturate; all-255 activations against
+    weights at both bounds (pair sums of +-32640 for +-64) stay exact either way."""
+    x = np.full((1, 1, 5, 7, 16), 255, np.uint8)
+    x[0, 0, 1, ::2] = 0
+    w = RNG.choice(np.array([w_low, w_high, 0]), (19, 16, 3, 3), p=[0.45, 0.45, 0.1]).astype(np.int8)
+    attrs = dict(x_scale=[0.05], x_zero_point=[0], w_scale=[0.01], y_scale=[20.0], y_zero_point=[128])
+    module, op = _qconv_nchwc(x, [w], attrs)
+    want = op.reference(x, w)[0]
+    assert 0 < np.mean((want > 0) & (want < 255))  # not all saturated: the sums are checked
+    np.testing.assert_array_equal(compile(module, target="x86-64-v3")(x)[0], want)
+
+    scheduled = _qconv_nchwc(x, [w], attrs)[0]
+    run_pass("lower-to-loops{flat-conv=true int8-accumulators=4}", scheduled)
+    run_pass('tloop-default-schedule{target="x86-64-v3"}', scheduled)
+    marks = {o_.attributes["dlc.int8_dot"].data for o_ in scheduled.walk() if "dlc.int8_dot" in o_.attributes}
+    assert marks == {form}
+
+
 def test_register_tile_fits_the_accumulator_budget():
     assert register_tile(10, 2) == (5, 2) and register_tile(56, 4) == (8, 2)  # AVX-512: 16
     assert register_tile(9, 4, 4) == (3, 1)  # AVX2: 4 (3 x 3 pixels, no tail)
@@ -219,14 +261,7 @@ def test_non_vnni_targets_run_exactly(target, x_shape, oc, ic, bias):
     consts = [s8(oc, ic, 3, 3)]
     if bias:
         consts.append(RNG.integers(-900, 900, oc).astype(np.int32))
-
-    def build(ops, xv):
-        op = g.QConv2DNCHWcOp.make(xv, *(_const(ops, a) for a in consts), **quant_attrs(oc, 128, True))
-        ops.append(op)
-        return op.results[0]
-
-    module = _module(build, x)
-    op = next(o_ for o_ in module.walk() if isinstance(o_, g.QConv2DNCHWcOp))
+    module, op = _qconv_nchwc(x, consts, quant_attrs(oc, 128, True))
     want = op.reference(x, *consts)[0]
     np.testing.assert_array_equal(compile(module, target=target)(x)[0], want)
 
@@ -234,24 +269,35 @@ def test_non_vnni_targets_run_exactly(target, x_shape, oc, ic, bias):
 @pytest.mark.parametrize("y_scale,mid", [(1e-4, False), (1.5, True), (40.0, True)])  # (multipliers > 1:
 def test_requantization_extremes_equal_reference(y_scale, mid):  # left shifts, all saturated)
     """Large sums (all-255 activations, +-127 weights) and multipliers above and far below 1:
-    the kernel's i64 single-rounding fixed point (requantize_i64) equals the op's reference."""
+    the kernel's single-rounding fixed point (requantize_i64 for 1e-4, the high-word form
+    requantize_high_word for the others: multipliers below 0.5) equals the op's reference."""
     rng = np.random.default_rng(29)  # its own draws: the "not all saturated" premise holds for them
     x = np.full((1, 2, 5, 5, 16), 255, np.uint8)
     x[0, 0, ::2] = 0
     w = np.where(rng.random((32, 32, 3, 3)) < 0.5, 127, -128).astype(np.int8)
     attrs = dict(x_scale=[0.05], x_zero_point=[0], w_scale=list(rng.uniform(0.001, 0.5, 32)), y_scale=[y_scale],
                  y_zero_point=[128])
-
-    def build(ops, xv):
-        op = g.QConv2DNCHWcOp.make(xv, _const(ops, w), **attrs)
-        ops.append(op)
-        return op.results[0]
-
-    module = _module(build, x)
-    op = next(o_ for o_ in module.walk() if isinstance(o_, g.QConv2DNCHWcOp))
+    module, op = _qconv_nchwc(x, [w], attrs)
     want = op.reference(x, w)[0]
     assert not mid or 0 < np.count_nonzero((want > 0) & (want < 255))  # not all saturated
     np.testing.assert_array_equal(compile(module)(x)[0], want)
+
+
+def test_high_word_shift_equals_the_i64_shift():
+    """requantize_high_word's identity, in numpy: for totals of at least 32, the i32 shift
+    of p's high word by min(total - 32, 31) is p >> total, for any p the kernels can form
+    (|acc * m + half| < 2**62), and shift_tables picks it only then."""
+    from dlc.dialects.graph import requant
+    from dlc.lowering.kernels.requant import rounding_constants, shift_tables
+
+    acc = RNG.integers(-2**31, 2**31, 300_000).astype(np.int64)
+    m, total, half = rounding_constants(*requant.quantize_multipliers(RNG.uniform(1e-9, 0.4999, acc.size)))
+    p = acc * m + half
+    tables = shift_tables(total)
+    assert set(tables) == {"shift_hi", "half"} and tables["shift_hi"].dtype == np.int32
+    high = (p >> 32).astype(np.int32)
+    np.testing.assert_array_equal(high >> tables["shift_hi"], p >> total)
+    assert set(shift_tables(np.array([40, 31]))) == {"total", "half"}
 
 
 def test_requantize_i64_formula_equals_the_reference():

@@ -89,6 +89,35 @@ def test_qdepthwise_nchwc_equals_integer_reference(c, blk, hw, stride, pad, xz, 
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("y_scale,table", [(0.02, "shift_hi"), (1e-3, "total")])
+def test_qdepthwise_requantization_forms_equal_integer_reference(y_scale, table):
+    """Multipliers below 0.5 (y_scale 0.02): the high-word requantization (i32 shifts,
+    requant.requantize_high_word); per-channel multipliers of 0.3 .. 3 (y_scale 1e-3, one
+    table for all channels): the i64 form. Both equal the independent reference (small
+    sums around the zero point, so most outputs are not clamped)."""
+    c, k = 17, 3
+    x = (100 + RNG.integers(-6, 7, (1, 2, 7, 9, 16))).astype(np.uint8)
+    w = RNG.integers(-4, 5, (c, 1, k, k)).astype(np.int8)
+    wz = [int(v) for v in RNG.integers(-2, 3, c)]
+    attrs = dict(x_scale=[0.05], x_zero_point=[100], w_scale=list(RNG.uniform(6e-3, 6e-2, c)), w_zero_point=wz,
+                 y_scale=[y_scale], y_zero_point=[128], strides=[1, 1], padding=[1] * 4)
+
+    def build(ops, xv):
+        op = g.QDepthwiseConv2DNCHWcOp.make(xv, _const(ops, w), **attrs)
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    op = next(o_ for o_ in module.walk() if isinstance(o_, g.QDepthwiseConv2DNCHWcOp))
+    lo, hi = op.out_range()
+    want = _independent(x, w, None, attrs, (1, 1), (1,) * 4, lo, hi, False)
+    assert 0.2 < np.mean((want > lo) & (want < hi))  # mostly unclamped: the rounding is checked
+    np.testing.assert_array_equal(compile(module)(x)[0], want)
+    lowered = _module(build, x)
+    run_pass("lower-to-loops{flat-conv=true}", lowered)
+    assert f'_qdepthwise_conv2d_nchwc.{table}"' in str(lowered)
+
+
 def _mobilenet_chain(c: int, o: int, xz: int, per_channel: bool):
     """qconv 3x3 s2 -> dw 3x3 s1 -> qconv 1x1 -> dw 3x3 s2 -> qconv 1x1 (relu clamps)."""
     weights = [s8(o, c, 3, 3), s8(o, 1, 3, 3), s8(o, o, 1, 1), s8(o, 1, 3, 3), s8(5, o, 1, 1)]

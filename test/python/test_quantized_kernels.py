@@ -3,8 +3,8 @@ defaults_quantized.py; the vpdpbusd lowering to_llvm/int8_dot.py): qdense / qmat
 qconv2d with constant weights compiled through it equal the ops' numpy references
 exactly on odd shapes (primes, 1, K % 4 != 0, N % 16 != 0, per-channel scales, stride 2,
 padding, u8 and s8 activations, u8 weights); the kernels really are the qgemm form; the
-object code for a VNNI target has vpdpbusd and for an AVX2 target the exact portable form
-(vpmaddwd, never the saturating vpmaddubsw); a marked loop that is not the form fails."""
+object code for a VNNI target has vpdpbusd and for an AVX2 target vpmaddwd (exact), or
+vpmaddubsw where the weights cannot saturate it; a marked loop that is not the form fails."""
 
 from __future__ import annotations
 
@@ -140,6 +140,25 @@ def test_avx2_target_object_code_is_exact_portable_form():
     from test_qconv_nchwc import dot_region_spills
 
     assert dot_region_spills(asm, "vpmaddwd") == 0  # the 4 x 1 tile (4 accumulators) in ymm
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_avx2_7_bit_weights_use_vpmaddubsw_exactly(signed):
+    """Weights within +-64 (the kernel states tloop.int8_weight_range): the pmaddubsw form,
+    exact at the saturation edge (extreme activations, weights at +-64; s8 activations are
+    shifted to u8 in the panel, so theirs reach 0 and 255 too)."""
+    m, n, k = 13, 37, 29
+    extremes = np.array([-128, 127] if signed else [0, 255])
+    x = RNG.choice(extremes, (m, k)).astype(np.int8 if signed else np.uint8)
+    w = RNG.choice(np.array([-64, 64, 3]), (n, k), p=[0.45, 0.45, 0.1]).astype(np.int8)
+    attrs = dense_attrs(n, -7 if signed else 121)
+    attrs["y_scale"] = [40.0]  # sums of ~+-500000: most outputs inside the u8 range
+    module, op = module_of(g.QDenseOp, x, [w], attrs)
+    want = op.reference(x, w)[0]
+    assert 0 < np.mean((want > 0) & (want < 255))
+    np.testing.assert_array_equal(compile(module, target="x86-64-v3")(x)[0], want)
+    ir, asm = _loop_ir(module_of(g.QDenseOp, x, [w], attrs)[0], AVX2)
+    assert '"llvm.x86.avx2.pmadd.ub.sw"' in ir and "vpmaddubsw" in asm
 
 
 def test_qgemm_tile_is_stated_by_the_kernel():

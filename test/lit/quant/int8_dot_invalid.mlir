@@ -29,13 +29,13 @@ func.func @p(%acc: memref<16xi32>) attributes {tloop.kernel} {
 
 // -----
 
-// CHECK: 'tloop.for': unknown dlc.int8_dot form "vpmaddubsw" (known: "vpdpbusd", "pmaddwd") (in @u)
+// CHECK: 'tloop.for': unknown dlc.int8_dot form "vpdpbssd" (known: "vpdpbusd", "pmaddubsw", "pmaddwd") (in @u)
 func.func @u(%acc: memref<16xi32>) attributes {tloop.kernel} {
   tloop.for %nl = 0 to 16 {
     tloop.for %j = 0 to 4 {
       %v = memref.load %acc[%nl] : memref<16xi32>
       memref.store %v, %acc[%nl] : memref<16xi32>
     }
-  } {dlc.int8_dot = "vpmaddubsw"}
+  } {dlc.int8_dot = "vpdpbssd"}
   func.return
 }
