@@ -247,6 +247,21 @@ static dlc_status check_trailer(const unsigned char *d, size_t size, const char 
 
 /* -- loading ---------------------------------------------------------------------- */
 
+/* Keep the OpenMP runtime a model pulled in loaded after dlc_model_close: its idle worker
+ * threads outlive the parallel regions, and dlclose unmapping their code crashed them
+ * (SIGSEGV in a worker at exit, about 1 run in 3). RTLD_NOLOAD: only a library already
+ * there (a model without OpenMP loads none). The model itself is still unloaded. */
+static void pin_openmp_runtime(void) {
+#if defined(RTLD_NOLOAD) && defined(RTLD_NODELETE)
+    static const char *const names[] = {"libgomp.so.1", "libomp.so", "libomp.so.5", "libiomp5.so"};
+    size_t i;
+    for (i = 0; i < sizeof names / sizeof names[0]; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+        if (h) dlclose(h); /* drops the reference just taken; NODELETE keeps it mapped */
+    }
+#endif
+}
+
 /* dlopen the verified bytes from a fresh private directory, removed at once. */
 static dlc_status load_copy(const unsigned char *d, size_t size, const char *path, void **handle, dlc_error *error) {
     const char *tmp = getenv("TMPDIR");
@@ -282,6 +297,8 @@ static dlc_status load_copy(const unsigned char *d, size_t size, const char *pat
         if (!*handle) {
             const char *why = dlerror();
             s = dlc_fail(error, DLC_ERR_LOAD, "%s: cannot load: %s", path, why ? why : "dlopen failed");
+        } else {
+            pin_openmp_runtime();
         }
     }
     unlink(copy); /* the mapping outlives the name */
