@@ -31,7 +31,9 @@ and loops/ifs must become blocks anyway:
   exported ``dlc_set_num_threads(i32)``.
 * math ops become LLVM intrinsics (exp, log, sqrt, ...) or libm calls (erf ->
   erff, tanh -> tanhf); no fast-math flags except those an arith op carries
-  (schedules set ``contract`` on accumulations: FMA rounds once, within 1e-5).
+  (schedules set ``contract`` on accumulations: FMA rounds once, within 1e-5); an
+  ``addf`` of a ``mulf``, both ``contract``, becomes ``llvm.fmuladd``, so every lane
+  and every loop remainder rounds the same way.
 * ``memref.alloc``/``dealloc`` become ``aligned_alloc``/``free``, except the workspace
   ``plan-workspace`` tags ``dlc.workspace``: ``dlc_workspace_acquire``/``release`` keep
   it cached in an internal global per host function (``<fn>_workspace``) between calls;

@@ -1,7 +1,7 @@
 """lower-to-llvm handlers of arith and math ops: LLVM instructions, intrinsics
 (exp, sqrt, fma, the saturating float->int casts...) and libm calls (erf -> erff,
 tanh -> tanhf; f16 computes in f32). No fast-math flags except those an arith op
-carries. What each op computes is written down in ``lowering/scalar_semantics.py``
+carries; a ``contract`` mul + add pair is one ``llvm.fmuladd``. What each op computes is written down in ``lowering/scalar_semantics.py``
 (test_scalar_semantics.py checks it against this lowering).
 """
 
@@ -87,10 +87,43 @@ def _constant(lo: FunctionLowering, op: Operation) -> SSAValue:
     raise lo.fail(op, f"with value {value} is not supported")
 
 
+def _contracted_product(op: Operation) -> tuple[Operation, SSAValue] | None:
+    """(the mulf, the addend) where ``op`` is an addf of a mulf, both ``contract``, the
+    product used only there: the pair a schedule allows to round once."""
+    if op.name != "arith.addf" or not _contracts(op) or not isinstance(op.results[0].type, (Float32Type, Float64Type)):
+        return None
+    for i, operand in enumerate(op.operands):
+        mul = operand.owner
+        if (isinstance(mul, Operation) and mul.name == "arith.mulf" and _contracts(mul)
+                and mul.parent is op.parent and mul.results[0].has_one_use()):
+            return mul, op.operands[1 - i]
+    return None
+
+
+def _contracts(op: Operation) -> bool:
+    flags = op.properties.get("fastmath")
+    return flags is not None and any(str(f) in ("contract", "fast") for f in flags.data)
+
+
 @handles(*_FLOAT_BINARY)
 def _float_binary(lo, op):
-    # arith's fastmath flags (set only where a schedule allows it, e.g. `contract` on a
-    # matmul accumulation so mul + add fuse into one FMA) carry over to LLVM unchanged
+    # A contracted a * b + c is llvm.fmuladd, as clang emits under -ffp-contract=on: one
+    # rounding wherever the target has FMA, whatever the vectorizers do later (as a
+    # separate fmul + fadd, the SLP vectorizer packed a loop's scalar remainder into
+    # vector multiplies and scalar adds, so those columns rounded twice and differed
+    # from the vector body's: VGG-19's 1000 equal logits came out as two values).
+    if op.name == "arith.mulf" and op.results[0].has_one_use():
+        pair = _contracted_product(op.results[0].get_user_of_unique_use())
+        if pair is not None and pair[0] is op:
+            return None  # emitted by its addf, as the fmuladd
+    pair = _contracted_product(op)
+    if pair is not None:
+        mul, addend = pair
+        type_ = llvm_type(op.results[0].type)
+        args = [lo.v(mul.operands[0]), lo.v(mul.operands[1]), lo.v(addend)]
+        return lo.intrinsic(f"llvm.fmuladd.{type_suffix(type_)}", args, type_)
+    # arith's other fastmath flags (set only where a schedule allows it) carry over to
+    # LLVM unchanged
     flags = op.properties.get("fastmath")
     fast = llvm.FastMathAttr([FastMathFlag(str(f)) for f in flags.data]) if flags is not None and flags.data else None
     return lo.emit(_FLOAT_BINARY[op.name](lo.v(op.operands[0]), lo.v(op.operands[1]), fast))

@@ -242,9 +242,9 @@ def test_blocked_conv_tile_is_one_vector_per_accumulator():
     compiled = dlc.compile(text, num_threads=1)
     assert "llvm.loop.unroll.disable" in compiled.llvm_ir
     kernel = next(f for f in compiled.optimized_llvm_ir.split("\ndefine ") if "conv2d_nchwc" in f.split("\n")[0]
-                  and "fmul" in f)
-    assert kernel.count("fmul contract <16 x float>") >= 14  # the 1 x 14 register tile
-    assert "fmul contract float" not in kernel
+                  and "fmuladd" in f)
+    assert kernel.count("@llvm.fmuladd.v16f32(") >= 14  # the 1 x 14 register tile
+    assert "@llvm.fmuladd.f32(" not in kernel and "fmul float" not in kernel
 
 
 # -- pools, global pools and concat carried in the blocked layout ---------------------------------
