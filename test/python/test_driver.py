@@ -212,7 +212,11 @@ def test_graph_op_compiled_matches_evaluator(case):
         b = np.asarray(b)
         assert a.shape == b.shape and a.dtype == b.dtype
         if a.dtype.kind == "f":
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+            # atol scales with the output's largest magnitude: a sum's rounding error is
+            # relative to its terms, and an element that cancels to ~0 keeps that error
+            # (conv2d_nchwc: 0.04701 of terms ~50, 1.6e-6 apart once the FMAs moved)
+            scale = float(np.abs(b).max()) if b.size and np.isfinite(b).all() else 1.0
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6 * max(1.0, scale))
         else:
             np.testing.assert_array_equal(a, b)
 
