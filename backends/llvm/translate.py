@@ -183,7 +183,9 @@ def _loop_metadata(llmod: ir.Module, kind: str, width: int, width_hints: bool = 
         # scalar without a "transformation not performed" warning on every compile
         props = [llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.vectorize.width"),
                                      ir.Constant(ir.IntType(32), width)])]
-        if kind == "vectorized-forced":  # also below 16 iterations (runtime alias checks allowed)
+        if kind in ("vectorized-forced", "vectorized-whole"):
+            # also below 16 iterations (runtime alias checks allowed): a whole vector of 8
+            # or 4 lanes (an int8 depthwise block on AVX2) was left scalar without it
             props.append(llmod.add_metadata([ir.MetaDataString(llmod, "llvm.loop.vectorize.enable"),
                                              ir.Constant(ir.IntType(1), 1)]))
         if kind == "vectorized-whole":  # one vector: LLVM's full unroll would scalarize it first

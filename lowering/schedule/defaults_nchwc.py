@@ -29,7 +29,9 @@ The ``oc`` loops (and the tile copies' innermost loops) carry
 ``dlc.whole_vector``: lower-to-llvm then asks LLVM not to unroll them, so its
 loop vectorizer sees each as one 16-lane vector; otherwise LLVM's full unroll
 scalarizes them first and the SLP vectorizer rebuilds the tile from 4- and
-8-lane pieces and shuffles (measured: 3-5x slower).
+8-lane pieces and shuffles (measured: 3-5x slower). It also forces the vectorization
+(``llvm.loop.vectorize.enable``): LLVM leaves a loop of under 16 iterations that needs
+runtime alias checks scalar otherwise (an int8 depthwise block of 4 or 8 lanes).
 """
 
 from __future__ import annotations

@@ -89,6 +89,25 @@ def test_qdepthwise_nchwc_equals_integer_reference(c, blk, hw, stride, pad, xz, 
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("blk", [4, 8])
+def test_a_block_below_16_lanes_is_one_vector(blk):
+    """A block of 4 or 8 channels (fewer than LLVM's 16-iteration floor for a loop that
+    needs runtime alias checks) still reaches the machine as one vector per tap: the
+    whole-vector hint forces it (it was left scalar, with a 'loop not vectorized' remark)."""
+    x = u8(1, 1, 9, 9, blk)
+    attrs = dict(quant_attrs(blk, 128, True), w_zero_point=[0], strides=[1, 1], padding=[1] * 4)
+
+    def build(ops, xv):
+        op = g.QDepthwiseConv2DNCHWcOp.make(xv, _const(ops, s8(blk, 1, 3, 3)), **attrs)
+        ops.append(op)
+        return op.results[0]
+
+    compiled = compile(_module(build, x), num_threads=1)
+    kernel = "\n".join(f for f in compiled.optimized_llvm_ir.split("\ndefine ")
+                       if "qdepthwise_conv2d_nchwc" in f.split("\n")[0])
+    assert f"mul nsw <{blk} x i32>" in kernel or f"mul <{blk} x i32>" in kernel
+
+
 @pytest.mark.parametrize("y_scale,table", [(0.02, "shift_hi"), (1e-3, "total")])
 def test_qdepthwise_requantization_forms_equal_integer_reference(y_scale, table):
     """Multipliers below 0.5 (y_scale 0.02): the high-word requantization (i32 shifts,
