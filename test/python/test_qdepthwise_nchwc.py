@@ -89,6 +89,40 @@ def test_qdepthwise_nchwc_equals_integer_reference(c, blk, hw, stride, pad, xz, 
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("k,pads,stride,in_hw", [
+    (3, (0, 1, 1, 0), 1, (7, 23)),    # asymmetric (SAME_UPPER-like): padding on one side
+    (3, (1, 0, 0, 1), 2, (12, 29)),   # stride 2, right-only column border
+    (5, (2, 2, 2, 2), 1, (9, 17)),    # two border rows and columns on each side
+    (5, (2, 1, 0, 2), 2, (6, 6)),     # stride 2, 5x5: a 2x3 output, few inner pixels
+    (3, (1, 1, 1, 1), 1, (2, 40)),    # two rows, both padded; a long row: tiles + tail
+    (3, (1, 1, 1, 1), 1, (3, 3)),     # one inner pixel
+])
+def test_asymmetric_and_wide_padding_equal_integer_reference(k, pads, stride, in_hw):
+    """The in-kernel padding checks (window_tap's clamped taps and selects) on asymmetric
+    and wide padding, 5x5 windows, planes of 2 rows and of one inner pixel."""
+    c, blk = 21, 16
+    x = u8(1, 2, *in_hw, blk)
+    w = s8(c, 1, k, k)
+    wz = [int(v) for v in RNG.integers(-5, 5, c)]
+    b = RNG.integers(-3000, 3000, c).astype(np.int32)
+    attrs = dict(quant_attrs(c, 131, True), w_zero_point=wz, strides=[stride, stride], padding=list(pads),
+                 out_min=3)
+
+    def build(ops, xv):
+        op = g.QDepthwiseConv2DNCHWcOp.make(xv, _const(ops, w), _const(ops, b), **attrs)
+        ops.append(op)
+        return op.results[0]
+
+    module = _module(build, x)
+    op = next(o_ for o_ in module.walk() if isinstance(o_, g.QDepthwiseConv2DNCHWcOp))
+    lo, hi = op.out_range()
+    want = _independent(x, w, b, attrs, (stride, stride), pads, lo, hi, False)
+    np.testing.assert_array_equal(op.reference(x, w, b)[0], want)
+    got = compile(module)(x)[0]
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("blk", [4, 8])
 def test_a_block_below_16_lanes_is_one_vector(blk):
     """A block of 4 or 8 channels (fewer than LLVM's 16-iteration floor for a loop that
