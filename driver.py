@@ -398,6 +398,29 @@ def qdq_report(module: ModuleOp) -> list[str]:
     return [a.data for a in attr.data] if attr is not None else []
 
 
+SCHEDULE_REPORT_ATTR = "dlc.schedule_report"
+
+
+def schedule_report(module: ModuleOp) -> list[str]:
+    """The kernels whose form's default schedule refused them and got the generic one
+    (``@kernel: why``), as the schedule stage recorded them (``dlc.schedule_report``)."""
+    attr = module.attributes.get(SCHEDULE_REPORT_ATTR)
+    return [a.data for a in attr.data] if attr is not None else []
+
+
+def _record_schedule_fallbacks(module: ModuleOp) -> None:
+    """Copy the kernels' FALLBACK_ATTR into the module's report (it outlives the kernels'
+    lowering to the llvm dialect)."""
+    from xdsl.dialects.builtin import ArrayAttr, StringAttr
+
+    from dlc.lowering.schedule.defaults_forms import FALLBACK_ATTR
+
+    lines = [f"@{op.sym_name.data}: {op.attributes[FALLBACK_ATTR].data}" for op in module.ops
+             if isinstance(op, func.FuncOp) and FALLBACK_ATTR in op.attributes]
+    if lines:
+        module.attributes[SCHEDULE_REPORT_ATTR] = ArrayAttr([StringAttr(line) for line in schedule_report(module) + lines])
+
+
 def byoc_report(module: ModuleOp, externals=()) -> list[str]:
     """The partition report (partition-graph's lines, then each codegen's own line)."""
     from dlc.byoc import REPORT_ATTR
@@ -434,6 +457,7 @@ def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = N
             _pipeline_pass(lower_to_loops_pass(target, profile), module)
         with timed("schedule"), _kernel_progress(progress):
             _pipeline_pass(schedule_pass(target), module)
+        _record_schedule_fallbacks(module)
     if _level(module) == "loops":
         with timed("expand-math"):
             _pipeline_pass("expand-math", module)  # vectorizable exp/log/tanh/erf
@@ -557,6 +581,8 @@ class CompiledModule:
         self.tuning_note: str | None = None  # dlc.compile(tuning_records=...): what they applied
         # which QDQ patterns fold-qdq made integer ops, and why the others stayed float (dlc -v)
         self.qdq_report: list[str] = []
+        # the kernels whose form's schedule refused them (the generic one applied), and why
+        self.schedule_report: list[str] = []
 
     def _runnable(self) -> NativeModule:
         if self._native is None:
@@ -742,6 +768,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
         lower_to_llvm_dialect(module, timings, layout, target, profile, progress, byoc, externals)
     report = byoc_report(module, externals)
     qdq_notes = qdq_report(module)
+    schedule_notes = schedule_report(module)
     external_list = external_kernels(module)
     if external_list and meta is not None:
         import json
@@ -774,6 +801,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
                                   "library with dlc.runtime.load")
         compiled.tuning_note = tuning.note() if tuning is not None else None
         compiled.qdq_report = qdq_notes
+        compiled.schedule_report = schedule_notes
         return compiled
     with timed("llvm-jit"):
         try:
@@ -793,6 +821,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
                               externals=externals, byoc_report=report, external_library=external_library)
     compiled.tuning_note = tuning.note() if tuning is not None else None  # "tuning: 3 of 5 kernels ..."
     compiled.qdq_report = qdq_notes
+    compiled.schedule_report = schedule_notes
     return compiled
 
 

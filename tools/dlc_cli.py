@@ -234,6 +234,8 @@ def compile_model(path: str, target: str, entry: str | None, threads: int | None
     if verbose:
         for line in getattr(compiled, "qdq_report", []):
             print(line, file=sys.stderr)
+    for line in getattr(compiled, "schedule_report", []):  # always: a fallback is never silent
+        print(f"note: schedule: {line}", file=sys.stderr)
     return compiled
 
 

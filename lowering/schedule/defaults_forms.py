@@ -9,7 +9,10 @@ what is missing, instead of
 dropping the kernel to the generic schedule. A schedule that finds the form's
 contract broken (a buffer it needs absent) raises FormError too. Other
 ScheduleErrors are shapes a schedule's steps refuse: the kernel keeps the
-generic default, as a schedule returning False does.
+generic default, and says so: its ``tloop.schedule_fallback`` attribute (``FALLBACK_ATTR``)
+holds the refusal, printed with the loop-level IR and reported by the driver
+(``driver.schedule_report``, ``CompiledModule.schedule_report``; ``dlc compile`` / ``dlc run``
+print it as a note), never a silent change of schedule.
 
 Schedule spaces (space.py): a form registered with ``space=`` (``@form_schedule(forms.MATMUL,
 space=matmul_space)``) declares its knobs; ``space(s, target) -> Space | None`` builds the
@@ -27,7 +30,7 @@ from collections.abc import Callable
 from xdsl.dialects import func
 
 from dlc.dialects.tloop import ForOp
-from xdsl.dialects.builtin import MemRefType
+from xdsl.dialects.builtin import MemRefType, StringAttr
 
 from dlc.lowering.kernels.forms import FORM_BUFFERS, FORM_LOOPS, form_of
 from dlc.lowering.schedule.core import Schedule, ScheduleError, kernel_name, loop_name
@@ -39,6 +42,8 @@ from dlc.target import Target
 FormSchedule = Callable[..., bool]
 FormSpace = Callable[[Schedule, Target], "Space | None"]
 FORM_SCHEDULES: Registry[FormSchedule] = Registry("kernel-form schedule", modules=FORM_MODULES)
+# on a kernel whose form's schedule refused it (the generic default scheduled it): why
+FALLBACK_ATTR = "tloop.schedule_fallback"
 # FORM_SPACES (space.py, so that space_of needs no import of this module): form -> FormSpace
 
 
@@ -129,10 +134,13 @@ def apply_form_schedule(kernel: func.FuncOp, target: Target, config: Config | No
 
 
 def _run(schedule: FormSchedule, s: Schedule, target: Target, *config) -> bool:
-    """The default schedule (``config`` None: the space's default); refused shapes: False."""
+    """The default schedule (``config`` None: the space's default); refused shapes: False,
+    with the refusal in the kernel's FALLBACK_ATTR."""
     try:
         return schedule(s, target, *config)
     except FormError:
         raise
-    except ScheduleError:
-        return False  # a shape the schedule's steps refuse: the generic default applies
+    except ScheduleError as err:  # a shape the schedule's steps refuse: the generic default applies
+        s.kernel.attributes[FALLBACK_ATTR] = StringAttr(
+            f"the '{form_of(s.kernel)}' schedule refused it ({err}): generic schedule")
+        return False

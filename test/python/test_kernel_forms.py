@@ -172,3 +172,45 @@ def test_driver_fails_loudly_when_a_pass_cannot_load(monkeypatch):
         driver.compile(matmul_src(8, 16, 24))
     with pytest.raises(CompileError, match="pass 'no-such-pass' is not registered"):
         run_pass("no-such-pass", load_module(matmul_src(8, 16, 24)))
+
+
+# -- a form schedule that refuses a kernel: the generic schedule, and a note -----------
+
+def _refusing_matmul_schedule(monkeypatch):
+    """The matmul form's schedule refuses every kernel (a shape its steps cannot take)."""
+    from dlc.lowering.schedule.core import ScheduleError
+
+    def refuse(s, target, *config):
+        raise ScheduleError("no register tile fits (test)")
+
+    lookup = FORM_SCHEDULES.lookup
+    monkeypatch.setattr(FORM_SCHEDULES, "lookup", lambda form: refuse if form == MATMUL else lookup(form))
+
+
+def test_a_refused_form_schedule_is_reported_not_silent(monkeypatch):
+    import numpy as np
+
+    _refusing_matmul_schedule(monkeypatch)
+    module = lowered(matmul_src(7, 5, 3))
+    apply_default_schedules(module, AVX512)
+    kernel = kernel_named(module, "matmul")
+    assert "no register tile fits (test)" in kernel.attributes["tloop.schedule_fallback"].data  # in the IR
+    compiled = driver.compile(load_module(matmul_src(7, 5, 3)))
+    (line,) = compiled.schedule_report
+    assert line.startswith("@main_") and "the 'matmul' schedule refused it (no register tile fits (test)): " \
+                                          "generic schedule" in line
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((7, 5)).astype(np.float32), rng.standard_normal((5, 3)).astype(np.float32)
+    np.testing.assert_allclose(compiled(a, b)[0], a @ b, rtol=1e-5, atol=1e-5)  # the generic schedule's
+    assert driver.compile(load_module(conv_src((1, 3, 9, 9), (8, 3, 3, 3)))).schedule_report == []
+
+
+def test_dlc_compile_prints_a_schedule_fallback(monkeypatch, tmp_path, capsys):
+    from dlc.tools import dlc_cli
+
+    _refusing_matmul_schedule(monkeypatch)
+    src = tmp_path / "mm.mlir"
+    src.write_text(matmul_src(7, 5, 3))
+    assert dlc_cli.main(["compile", str(src), "-o", str(tmp_path / "mm.so")]) == 0
+    err = capsys.readouterr().err
+    assert "note: schedule: @main_" in err and "the 'matmul' schedule refused it" in err
