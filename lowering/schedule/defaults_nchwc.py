@@ -14,8 +14,9 @@ unroll, vectorize)::
           for row, col (unrolled)  for oc (vector)  one input scalar broadcast per output,
             acc[row, col, oc] += x[.., ic] * w[ocb, .., ic, oc]   one FMA with the weight vector
 
-``oc`` is the block of output channels (16 floats: one AVX-512 vector), so
-the tile is rows x cols vector accumulators (see :func:`register_tile`); the
+``oc`` is the block of output channels (16 floats: one AVX-512 vector, two AVX2 ones), so
+the tile is rows x cols block accumulators, as many as the target's registers hold
+(:func:`register_tile`, ``Target.nchwc_tile_outputs``: 10-16 with 32 zmm, 4-6 with 16 ymm); the
 last oh % rows rows and ow % cols columns get tiles of their own. Narrow rows
 (ResNet's 7 x 7) take several output-channel blocks per tile instead
 (:func:`register_tile_blocks`: 7 columns x 2 blocks), so no row is left over
@@ -56,40 +57,44 @@ from dlc.lowering.kernels.forms import CONV2D_NCHWC, POOL2D_NCHWC
 from dlc.target import Target
 
 
-MIN_TILE, MAX_TILE = 10, 16  # accumulator vectors of the register tile (32 zmm registers)
+MIN_TILE, MAX_TILE = 10, 16  # accumulator vectors of the register tile with 32 zmm (Target.nchwc_tile_outputs)
 
 
-def register_tile(oh: int, ow: int) -> tuple[int, int]:
-    """(rows, columns) of the output tile held in registers, rows x columns in [10, 16].
+def register_tile(oh: int, ow: int, bounds: tuple[int, int] = (MIN_TILE, MAX_TILE)) -> tuple[int, int]:
+    """(rows, columns) of the output tile held in registers, rows x columns in ``bounds``
+    (outputs: ``Target.nchwc_tile_outputs``; [10, 16] with 32 zmm, [4, 6] with 16 ymm).
 
-    At least 10 independent FMA chains hide the FMA latency (2 pipes x 4-5 cycles); at most
-    16 accumulators leave registers for the weight vector and broadcasts (32 zmm). Columns:
-    a divisor of the row when there is one (no tail tile); narrow rows (ResNet's 7x7) take
-    two or more rows per tile."""
-    for d in range(MAX_TILE, MIN_TILE - 1, -1):
+    Enough independent FMA chains hide the FMA latency (2 pipes x 4-5 cycles); few enough
+    accumulators leave registers for the weight vector and broadcasts. Columns: a divisor
+    of the row when there is one (no tail tile); narrow rows (ResNet's 7x7 with 32 zmm)
+    take two or more rows per tile."""
+    fewest, most = bounds
+    for d in range(most, fewest - 1, -1):
         if ow % d == 0:
             return 1, d
-    if ow >= MIN_TILE:
-        return 1, MAX_TILE if ow > MAX_TILE else ow
-    rows = min(-(-MIN_TILE // ow), oh)
+    if ow >= fewest:
+        return 1, most if ow > most else ow
+    rows = min(-(-fewest // ow), oh)
     return rows, ow
 
 
 PARALLEL_CHUNKS = 8  # fewer (n, output-block) chunks than this: oh joins the parallel loop
 
 
-def register_tile_blocks(oh: int, ow: int, blocks: int) -> tuple[int, int, int]:
+def register_tile_blocks(oh: int, ow: int, blocks: int,
+                         bounds: tuple[int, int] = (MIN_TILE, MAX_TILE)) -> tuple[int, int, int]:
     """(rows, columns, output-channel blocks) of the register tile.
 
-    Rows of at least MIN_TILE columns: :func:`register_tile` (one block). Narrower rows:
+    Rows of at least ``bounds[0]`` columns: :func:`register_tile` (one block). Narrower rows:
     one whole row times k output-channel blocks, k the largest divisor of ``blocks`` with
-    columns x k in [MIN_TILE, MAX_TILE] (7 x 2: 14 accumulators, one input broadcast per
+    columns x k in ``bounds`` (7 x 2 of [10, 16]: 14 accumulators, one input broadcast per
     column feeding k FMAs); without such a divisor, the rows of :func:`register_tile`."""
-    rows, cols = register_tile(oh, ow)
-    if rows == 1 and cols >= MIN_TILE:
+    fewest, most = bounds
+    rows, cols = register_tile(oh, ow, bounds)
+    if rows == 1 and cols >= fewest:
         return 1, cols, 1
-    for k in range(MAX_TILE // ow, 1, -1):
-        if blocks % k == 0 and ow * k >= MIN_TILE:
+    for k in range(most // ow, 1, -1):
+        if blocks % k == 0 and ow * k >= fewest:
             return 1, ow, k
     return rows, cols, 1
 
@@ -106,14 +111,14 @@ def _nchwc_shape(s: Schedule):
 def conv2d_nchwc_space(s: Schedule, target: Target) -> Space | None:
     """The knobs of :func:`schedule_conv2d_nchwc`: the register tile (rows x cols outputs x
     ocbs channel blocks), whether oh joins the parallel loop (batch 1, one-row tiles), the
-    unrolled tile; default: :func:`register_tile_blocks` and the rule below. Tiles with
-    more accumulator vectors than the target's registers (less two) are refused, unless
-    they are no larger than the default's (which plans for 32 zmm on every x86)."""
+    unrolled tile; default: :func:`register_tile_blocks` within the target's
+    ``nchwc_tile_outputs`` and the rule below. Tiles with more accumulator vectors than the
+    target's registers (less two) are refused, unless they are no larger than the default's."""
     shape = _nchwc_shape(s)
     if shape is None:
         return None
     n, blocks, oh, ow, ocw = shape
-    rows, cols, ocbs = register_tile_blocks(oh, ow, blocks)
+    rows, cols, ocbs = register_tile_blocks(oh, ow, blocks, target.nchwc_tile_outputs(ocw))
     rows_parallel = n == 1 and rows == 1 and blocks // ocbs < PARALLEL_CHUNKS
     per_output = -(-ocw // max(1, target.vector_bits // 32))
     default_need = rows * cols * ocbs * per_output

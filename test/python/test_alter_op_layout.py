@@ -231,6 +231,13 @@ def test_register_tile(oh, ow, tile):
     assert register_tile(oh, ow) == tile
 
 
+@pytest.mark.parametrize("oh,ow,tile", [(56, 56, (1, 4)), (112, 112, (1, 4)), (55, 55, (1, 5)), (27, 27, (1, 6)),
+                                        (7, 7, (1, 6)), (3, 3, (2, 3)), (1, 1, (1, 1))])
+def test_register_tile_with_16_ymm(oh, ow, tile):
+    """AVX2 (Target.nchwc_tile_outputs: 4-6 outputs of a 16-lane block, 2 ymm each)."""
+    assert register_tile(oh, ow, (4, 6)) == tile
+
+
 def test_blocked_conv_tile_is_one_vector_per_accumulator():
     """The schedule's output-channel loop reaches LLVM as one whole vector (not unrolled
     first), so the optimized micro-kernel is vector FMAs, no scalar multiplies."""

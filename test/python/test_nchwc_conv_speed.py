@@ -31,6 +31,8 @@ from dlc.lowering.schedule.defaults_nchwc import (
     zero_initialized_tiles,
 )
 from dlc.target import Target
+
+AVX512 = Target.from_string("llvm -mcpu=skylake-avx512")  # the tiles these tests pin plan for 32 zmm
 from dlc.weights import WeightStore, attach
 
 RNG = np.random.default_rng(17)
@@ -97,7 +99,8 @@ def test_blocked_conv_matches_reference(c, hw, o, k, stride, pad, epilogue):
 
 def _plain_schedule(monkeypatch):
     """The schedule without this module's features: one-block tiles and a fill nest."""
-    monkeypatch.setattr(defaults_nchwc, "register_tile_blocks", lambda oh, ow, blocks: (*register_tile(oh, ow), 1))
+    monkeypatch.setattr(defaults_nchwc, "register_tile_blocks",
+                        lambda oh, ow, blocks, bounds: (*register_tile(oh, ow, bounds), 1))
     monkeypatch.setattr(defaults_nchwc, "zero_initialized_tiles", lambda kernel: False)
 
 
@@ -121,6 +124,15 @@ def test_register_tile_blocks(oh, ow, blocks, tile):
     assert blocks % k == 0 and rows * cols * k <= defaults_nchwc.MAX_TILE
 
 
+@pytest.mark.parametrize("oh,ow,blocks,tile", [
+    (7, 7, 32, (1, 6, 1)), (3, 3, 4, (1, 3, 2)), (2, 2, 4, (1, 2, 2)), (1, 1, 16, (1, 1, 4)),
+    (56, 56, 4, (1, 4, 1)), (13, 13, 4, (1, 6, 1))])
+def test_register_tile_blocks_with_16_ymm(oh, ow, blocks, tile):
+    """AVX2's bounds (Target.nchwc_tile_outputs(16) on 16 ymm: 4-6 outputs of 2 ymm each)."""
+    bounds = Target.from_string("llvm -mcpu=haswell").nchwc_tile_outputs(16)
+    assert bounds == (4, 6) and register_tile_blocks(oh, ow, blocks, bounds) == tile
+
+
 def _conv_kernel(case):
     text, weights, _ = conv_graph(*case)
     module = _module(text, weights)
@@ -137,7 +149,7 @@ def _top_nests(kernel):
 
 def test_narrow_rows_tile_over_channel_blocks_with_rows_parallel():
     kernel = _conv_kernel(CASES[2])  # 7x7 output, 2 blocks: a 7 x 2 tile, (blocks / 2) x 7 rows parallel
-    assert schedule_conv2d_nchwc(Schedule(kernel), Target.host())
+    assert schedule_conv2d_nchwc(Schedule(kernel), AVX512)
     names = {loop_name(l): l for l in kernel.walk() if isinstance(l, ForOp)}
     assert names["ocbi"].loop_kind == "unrolled" and names["ocbi"].trip_count == 2
     parallel = [l for l in names.values() if l.loop_kind == "parallel"]
@@ -147,7 +159,7 @@ def test_narrow_rows_tile_over_channel_blocks_with_rows_parallel():
 def test_no_fill_nest_tiles_start_from_zeros():
     kernel = _conv_kernel((16, (7, 7), 32, 1, 1, 0, ("bias", "residual", "relu")))  # 7 x 2 tiles, no tail
     assert kernel.attributes["tloop.fused"].data == "graph.conv2d_nchwc+add+add+relu"
-    assert schedule_conv2d_nchwc(Schedule(kernel), Target.host())
+    assert schedule_conv2d_nchwc(Schedule(kernel), AVX512)
     nests = _top_nests(kernel)
     # the tiles (parallel), then the epilogue nest; no fill before them
     assert len(nests) == 2 and nests[0].loop_kind == "parallel"
@@ -160,7 +172,7 @@ def test_no_fill_nest_tiles_start_from_zeros():
 
 def test_column_tail_tiles_start_from_zeros_too():
     kernel = _conv_kernel(CASES[7])  # 23 columns: a 16-column tile and a 7-column tail
-    assert schedule_conv2d_nchwc(Schedule(kernel), Target.host())
+    assert schedule_conv2d_nchwc(Schedule(kernel), AVX512)
     out = kernel.body.block.args[-1]
     fills = [n for n in _top_nests(kernel)
              if not any(isinstance(op, memref.LoadOp) for op in n.walk())]

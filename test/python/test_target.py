@@ -88,6 +88,21 @@ def test_per_arch_facts(text, arch, bits, registers, tile, block):
     assert (target.matmul_register_tile, target.conv_channel_block) == (tile, block)
 
 
+@pytest.mark.parametrize("text, block, outputs", [
+    ("llvm -mcpu=skylake-avx512", 16, (10, 16)),  # one zmm per 16-lane block
+    ("llvm -mcpu=haswell", 16, (4, 6)),           # two ymm per block: 8-12 accumulator registers
+    ("llvm -mcpu=haswell", 8, (9, 13)),
+    ("llvm -mcpu=nehalem", 16, (2, 2)),           # four xmm per block
+    ("aarch64", 16, (3, 4)),                      # four q registers per block, 32 of them
+])
+def test_nchwc_tile_outputs_fit_the_registers(text, block, outputs):
+    target = t(text)
+    fewest, most = target.nchwc_tile_outputs(block)
+    assert (fewest, most) == outputs
+    per_output = -(-block // (target.vector_bits // 32))
+    assert most * per_output + per_output <= target.vector_registers - 2  # weights and a broadcast fit
+
+
 def test_runs_on_host():
     host = Target.host()
     assert host.runs_on_host() and t("llvm -num-cores=2").runs_on_host()

@@ -3,9 +3,20 @@
 // (ocbi unrolled inside the reduction), the parallel loop takes the rows too when the
 // channel blocks are few, and the tile starts from zeros: no zero-fill nest of `out`
 // before the parallel loop, no copy-in load of `out`.
-// RUN: dlc-opt %s -p lower-to-loops,tloop-default-schedule | filecheck %s
+// RUN: dlc-opt %s -p 'lower-to-loops,tloop-default-schedule{target="llvm -mcpu=skylake-avx512"}' | filecheck %s
 // Wide rows (14), 8 channel blocks: one block per tile, (n, ocb) parallel, no fill either.
-// RUN: dlc-opt %s -p lower-to-loops,tloop-default-schedule | filecheck %s --check-prefix=WIDE
+// RUN: dlc-opt %s -p 'lower-to-loops,tloop-default-schedule{target="llvm -mcpu=skylake-avx512"}' | filecheck %s --check-prefix=WIDE
+// With 16 ymm (AVX2) a 16-lane block is two registers: tiles of 4-6 outputs
+// (Target.nchwc_tile_outputs), here 6 columns and a 1-column tail, one block each.
+// RUN: dlc-opt %s -p 'lower-to-loops,tloop-default-schedule{target="llvm -mcpu=haswell"}' | filecheck %s --check-prefix=AVX2
+// AVX2-LABEL: func.func @narrow_0_conv2d_nchwc
+// AVX2:         tloop.for %ocb_s1_oh_s1 = 0 to 14 parallel {
+// AVX2:           %acc = memref.alloca() : memref<1x1x1x6x16xf32>
+// AVX2:           tloop.for %ic = 0 to 16 {
+// AVX2-NEXT:        tloop.for %owi = 0 to 6 unrolled {
+// AVX2-NEXT:          tloop.for %oc_s1 = 0 to 16 vectorized {
+// AVX2:           tloop.for %owo_u = 6 to 7 {
+// AVX2:             tloop.for %owi_u = 0 to 1 unrolled {
 
 func.func @narrow(%x: tensor<1x1x7x7x16xf32>, %w: tensor<2x1x1x1x16x16xf32>) -> tensor<1x2x7x7x16xf32> {
   %y = graph.conv2d_nchwc %x, %w : (tensor<1x1x7x7x16xf32>, tensor<2x1x1x1x16x16xf32>) -> tensor<1x2x7x7x16xf32>
