@@ -1,13 +1,15 @@
-"""GEMM and conv2d speed of dlc's default dense schedules, against numpy and the FMA peak.
+"""GEMM and conv2d speed of dlc's default dense schedules, against numpy, onnxruntime and the FMA peak.
 
     python bench/bench_gemm.py                  # peak, square/skinny GEMMs, ResNet-50 convs
     python bench/bench_gemm.py --only gemm --sizes 1024 --runs 11
 
 Everything goes through the normal pipeline (``dlc.compile`` on a graph.matmul /
 graph.conv2d). The machine is shared, so each case alternates dlc and numpy runs
-and reports medians and their ratio. The peak is measured, not assumed, in the
-same interleaved runs as each case (the load changes minute by minute; numpy is timed
-apart, after them, since OpenBLAS's spinning threads would steal a core from them): a
+and reports medians and their ratio; GEMMs also against onnxruntime's MatMul (both
+operands graph inputs, ``intra_op_num_threads`` = the thread count). The peak is
+measured, not assumed, in the same interleaved runs as each case (the load changes
+minute by minute; numpy and onnxruntime are timed apart, after them, since their
+spinning threads would steal a core from them): a
 compiled kernel of independent FMA chains (16 x 16 f32 accumulators per thread
 with AVX-512, loop IR through the same LLVM backend; ``peak_rows``), cross-checked
 against ../shared/tools/fma_peak.c when gcc is there. numpy's conv baseline is im2col +
@@ -154,25 +156,57 @@ class Peak:
         return self.flops / seconds / 1e9
 
 
-def run_case(name: str, flops: float, ours, theirs, peak: Peak, runs: int) -> None:
-    """Peak, dlc and numpy interleaved; GFLOP/s from medians, % of the peak of the same run.
+def run_case(name: str, flops: float, ours, theirs, peak: Peak, runs: int, ort=None) -> None:
+    """Peak, dlc and numpy (and onnxruntime: `ort`) interleaved; GFLOP/s from medians, %
+    of the peak of the same run.
 
     Wall-clock GFLOP/s suffer from time slicing when other jobs share the cores, so the
     % of peak is also given per CPU-second (process time of all threads), which stays
     near what an idle machine shows for compute-bound kernels."""
     t_peak, t_ours = alternate([peak, ours], runs)
     c_peak, c_ours = alternate([peak, ours], runs, clock=time.process_time)
-    # numpy apart, last: OpenBLAS's threads spin for a while after each call (about 0.1 s by
-    # default) and steal a core from whatever runs next (measured: dlc and the peak halved)
+    # numpy and onnxruntime apart, last: OpenBLAS's and onnxruntime's threads spin for a
+    # while after each call (about 0.1 s) and steal a core from whatever runs next
+    # (measured: dlc and the peak halved)
     (t_theirs,) = alternate([theirs], runs)
     time.sleep(0.5)
+    ort_text = ""
+    if ort is not None:
+        (t_ort,) = alternate([ort], runs)
+        time.sleep(0.5)
+        ort_text = f"   onnxruntime {flops / t_ort / 1e9:6.1f}   dlc/ort {t_ort / t_ours:5.2f}"
     p, g, gn = peak.flops / t_peak / 1e9, flops / t_ours / 1e9, flops / t_theirs / 1e9
     cpu_peak = peak.flops / c_peak / 1e9
     cpu_ratio = flops / c_ours / 1e9 / cpu_peak
     print(f"{name:<30} dlc {g:6.1f} GFLOP/s = {100 * g / p:5.1f}% of peak {p:5.1f} "
           f"(per CPU-second: {100 * cpu_ratio:5.1f}% of {cpu_peak:5.1f})   numpy {gn:6.1f}   "
-          f"dlc/numpy {g / gn:5.2f}",
+          f"dlc/numpy {g / gn:5.2f}{ort_text}",
           flush=True)
+
+
+def ort_matmul(a: np.ndarray, b: np.ndarray, threads: int):
+    """onnxruntime's MatMul of `a` and `b` (both graph inputs, as dlc's are) on `threads`
+    intra-op threads, as a no-argument call; None without onnxruntime."""
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+    except ImportError:
+        return None
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["a", "b"], ["c"])], "gemm",
+        [helper.make_tensor_value_info("a", TensorProto.FLOAT, a.shape),
+         helper.make_tensor_value_info("b", TensorProto.FLOAT, b.shape)],
+        [helper.make_tensor_value_info("c", TensorProto.FLOAT, (a.shape[0], b.shape[1]))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    feeds = {"a": a, "b": b}
+    got = session.run(None, feeds)[0]
+    assert np.abs(got - a @ b).max() <= 1e-4 * max(1.0, np.abs(got).max()), "onnxruntime: wrong result"
+    return lambda: session.run(None, feeds)
 
 
 def bench_gemm(shapes, threads: int, runs: int, peak: float, rng) -> None:
@@ -185,7 +219,7 @@ def bench_gemm(shapes, threads: int, runs: int, peak: float, rng) -> None:
         expected = a @ b
         assert np.abs(out - expected).max() <= 1e-4 * max(1.0, np.abs(expected).max()), "wrong result"
         run_case(f"gemm {m}x{n}x{k}", 2 * m * n * k, lambda: compiled(a, b, outputs=[out]),
-                 lambda: a @ b, peak, runs)
+                 lambda: a @ b, peak, runs, ort=ort_matmul(a, b, threads))
 
 
 RESNET50_CONVS = [  # (channels in, image size, channels out, kernel, stride)

@@ -73,7 +73,7 @@ def test_presets():
 
 
 @pytest.mark.parametrize("text, arch, bits, registers, tile, block", [
-    ("llvm -mcpu=skylake-avx512", "x86_64", 512, 32, (8, 16), 8),
+    ("llvm -mcpu=skylake-avx512", "x86_64", 512, 32, (8, 32), 8),
     ("llvm -mcpu=haswell", "x86_64", 256, 16, (6, 16), 4),
     ("llvm -mcpu=nehalem", "x86_64", 128, 16, (6, 16), 4),  # x86: the tiles of today
     ("aarch64", "aarch64", 128, 32, (6, 16), 4),  # NEON: 32 q registers
@@ -198,7 +198,7 @@ func.func @main(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf3
 
 @pytest.mark.parametrize("cpu", ["skylake-avx512", "sapphirerapids", "znver4"])
 def test_avx512_targets_compute_on_zmm(cpu):
-    """LLVM's Intel AVX-512 CPU models prefer 256-bit vectors; the GEMM's 8 x 16 register
+    """LLVM's Intel AVX-512 CPU models prefer 256-bit vectors; the GEMM's 8 x 32 register
     tile is sized for 512-bit ones, so its FMAs must be on zmm (half the peak on ymm)."""
     import re
 

@@ -1,6 +1,7 @@
 // Kernel forms (lowering/kernels/forms.py): a kernel stamped tloop.form gets that form's
 // default schedule, for the target of the pass option (a dlc.target string): the GEMM
-// register tile is 8 x 16 with 32 vector registers (AVX-512), 6 x 16 with 16.
+// register tile is 8 x 32 with 32 zmm registers (AVX-512), 6 x 16 with 16 ymm; the tile's
+// column loops of two whole vectors are marked dlc.whole_vector (no full unroll by LLVM).
 // (kernel_forms_errors.mlir: the loud failures.)
 // RUN: dlc-opt %s -p 'tloop-default-schedule{target="llvm -mcpu=skylake-avx512"}' | filecheck %s --check-prefix=AVX512
 // RUN: dlc-opt %s -p 'tloop-default-schedule{target="llvm -mcpu=haswell"}' | filecheck %s --check-prefix=AVX2
@@ -8,8 +9,13 @@
 // RUN: dlc-opt %s | dlc-opt | filecheck %s --check-prefix=ROUNDTRIP
 
 // AVX512-LABEL: func.func @mm
+// AVX512: tloop.for %acc_d1 = 0 to 32 vectorized
+// AVX512: } {dlc.whole_vector}
 // AVX512: tloop.for %mr = 0 to 8 unrolled
-// AVX512: tloop.for %nr = 0 to 16 vectorized
+// AVX512: tloop.for %nr = 0 to 32 vectorized
+// AVX512: } {dlc.whole_vector}
+// AVX512: tloop.for %acc_out_d1 = 0 to 32 vectorized
+// AVX512: } {dlc.whole_vector}
 // AVX2-LABEL: func.func @mm
 // AVX2: tloop.for %mr = 0 to 6 unrolled
 // AVX2: tloop.for %nr = 0 to 16 vectorized
