@@ -278,3 +278,34 @@ def written_buffers(root: Operation, buffer_name) -> list[WrittenBuffer]:
             continue
         result.append(WrittenBuffer(acc.buffer, index, None))
     return result
+
+
+def block_partitioned(loop: ForOp, buffer: SSAValue) -> bool:
+    """Whether each iteration of `loop` touches its own block of `buffer`: in some dimension
+    every access (load or store) inside `loop` is ``c * iv + r``, with the same ``W = c *
+    step`` for all and ``r`` (loops inside `loop` only) within ``[0, W)``. Two nests that
+    write one C block through different loops (a GEMM's main tiles and its row tail inside
+    each column block) have no common index, but still write disjoint blocks."""
+    mine = [a for a in accesses(loop) if a.buffer is buffer]
+    if not mine or any(a.index is None for a in mine):
+        return False
+    inner = {id(op) for op in loop.walk() if isinstance(op, ForOp) and op is not loop}
+    for d in range(len(mine[0].index)):
+        widths = set()
+        for a in mine:
+            form = a.index[d]
+            own = [(k, c) for k, c in form.terms.items() if isinstance(k, Digit) and k.loop is loop]
+            rest = Affine({k: c for k, c in form.terms.items() if not (isinstance(k, Digit) and k.loop is loop)},
+                          form.const)
+            if (len(own) != 1 or own[0][0].part != "iv" or own[0][1] <= 0
+                    or any(not isinstance(k, Digit) or id(k.loop) not in inner for k in rest.terms)):
+                break
+            width = own[0][1] * loop.stride
+            lo, hi = rest.range_over(inner)
+            if lo < 0 or hi >= width:
+                break
+            widths.add(width)
+        else:
+            if len(widths) == 1:
+                return True
+    return False

@@ -7,7 +7,7 @@ from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Block
 
 from dlc.dialects.tloop import ForOp
-from dlc.lowering.schedule.affine import Digit, accesses, written_buffers
+from dlc.lowering.schedule.affine import Digit, accesses, block_partitioned, written_buffers
 from dlc.lowering.schedule.loop_nest import (
     KernelLoops,
     body_ops,
@@ -30,7 +30,7 @@ def parallel_problem(loop: ForOp) -> str | None:
     for wb in written_buffers(loop, value_name):
         name = value_name(wb.buffer)
         shared = wb.problem or loop in wb.reduction_loops([loop]) or loop in wb.partially_indexed([loop])
-        if not shared:
+        if not shared or block_partitioned(loop, wb.buffer):
             continue
         if isinstance(wb.buffer.owner, (memref.AllocaOp, memref.AllocOp)):
             return (f"scratch buffer {name} is shared by all its iterations "

@@ -4,6 +4,7 @@ kernels against the numpy evaluator, on odd shapes with broadcasting."""
 from __future__ import annotations
 
 import collections
+import re
 
 import numpy as np
 import pytest
@@ -180,6 +181,20 @@ def test_dense_epilogue_in_write_back_executes_like_the_evaluator(batch, m, n, k
     shapes = [tuple(batch) + (m, k), (k, n), (n,), tuple(batch) + (m, n)]
     inputs = [RNG.normal(size=s).astype(np.float32) for s in shapes]
     _run(text, inputs, rtol=1e-4, atol=2e-6 * k)  # sums of k products: rounding grows with k
+
+
+@pytest.mark.parametrize("batch,m,n,k", [((), 197, 768, 64), ((1,), 197, 768, 600), ((), 37, 1029, 600),
+                                         ((1,), 9, 64, 5)])
+def test_dense_row_tail_reads_the_packed_panel(batch, m, n, k):
+    """M % MR rows (a ViT's 197 = 24 x 8 + 5) up to MC_CAP rows: one row block whose tail
+    tile is split off inside the K block loop, reading the same packed B panel; the column
+    blocks stay parallel (also under a batch dim of extent 1) and the schedule never falls
+    back to the generic one."""
+    kernel = _scheduled_kernel(_dense_chain(batch, m, n, k))
+    assert "tloop.schedule_fallback" not in kernel
+    assert re.search(r"tloop.for %no = 0 to \d+ step \d+ parallel", kernel)
+    tail = kernel[kernel.index("tloop.for %ni_mt"):]
+    assert "%b_pack" in tail and f"tloop.for %m_s1_mt = {m - m % 8} to {m} unrolled" in tail
 
 
 def test_dense_epilogue_with_k_blocks_keeps_its_own_nest():

@@ -169,6 +169,29 @@ def test_parallel_after_split_keeps_disjointness():
     assert kinds(module)["i_outer"] == "parallel"
 
 
+def test_parallel_over_blocks_two_nests_write_differently():
+    """A GEMM's main rows and its row tail, split inside each column block: the two nests
+    index C through different loops (no common index), yet each j_outer iteration writes
+    its own 4 columns (affine.block_partitioned)."""
+    module = check("mma", lambda s: s.split("j", 4), lambda s: s.reorder("j_outer", "i", "j_inner", "k"),
+                   lambda s: s.split_range("i", 4, "_t"), lambda s: s.parallel("j_outer"))
+    assert kinds(module)["j_outer"] == "parallel" and "i_t" in kinds(module)
+
+
+def test_parallel_refuses_blocks_that_overlap():
+    """Blocks of 4 columns that a nest reads one column past (c[i, j + 1]) are not disjoint."""
+    text = KERNELS["mma"].replace("%acc = memref.load %c[%i, %j]", "%j1 = arith.addi %j, %one : index\n"
+                                  "        %acc = memref.load %c[%i, %j1]").replace(
+        "tloop.for %i = 0 to 6 {", "%one = arith.constant 1 : index\n  tloop.for %i = 0 to 6 {").replace(
+        "0 to 11", "0 to 10")
+    module = parse(text)
+    s = Schedule.of(module, "mma")
+    s.split("j", 5)
+    s.reorder("j_outer", "i", "j_inner", "k")
+    with pytest.raises(Exception, match="cannot be parallel"):
+        s.parallel("j_outer")
+
+
 @pytest.mark.parametrize("buffer,loop", [("a", "j"), ("b", "i"), ("a", "i"), ("b", "k"), ("a", "k")])
 def test_cache_read_matmul(buffer, loop):
     module = check("mm", lambda s: s.cache_read(buffer, loop))
