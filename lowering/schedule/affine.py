@@ -281,31 +281,45 @@ def written_buffers(root: Operation, buffer_name) -> list[WrittenBuffer]:
 
 
 def block_partitioned(loop: ForOp, buffer: SSAValue) -> bool:
-    """Whether each iteration of `loop` touches its own block of `buffer`: in some dimension
-    every access (load or store) inside `loop` is ``c * iv + r``, with the same ``W = c *
-    step`` for all and ``r`` (loops inside `loop` only) within ``[0, W)``. Two nests that
-    write one C block through different loops (a GEMM's main tiles and its row tail inside
-    each column block) have no common index, but still write disjoint blocks."""
+    """Whether each iteration of `loop` touches its own block of `buffer`, also where the
+    accesses inside have no common index (a GEMM's main tiles and its row tail inside each
+    column block; a conv's main tiles and column tail under one channel-block loop).
+
+    Every access (load or store) splits, per dimension, into a part in `loop`'s digits and
+    a rest in the loops inside it. The parts in `loop` must be the same for all accesses,
+    at most one digit ``c * D`` per dimension, together injective over `loop`'s iterations
+    (a fused loop's div and mod digits both used); the rest in a dimension with such a digit
+    must stay within ``[0, c * step(D))``, the block of one digit value."""
     mine = [a for a in accesses(loop) if a.buffer is buffer]
     if not mine or any(a.index is None for a in mine):
         return False
     inner = {id(op) for op in loop.walk() if isinstance(op, ForOp) and op is not loop}
-    for d in range(len(mine[0].index)):
-        widths = set()
-        for a in mine:
-            form = a.index[d]
-            own = [(k, c) for k, c in form.terms.items() if isinstance(k, Digit) and k.loop is loop]
-            rest = Affine({k: c for k, c in form.terms.items() if not (isinstance(k, Digit) and k.loop is loop)},
-                          form.const)
-            if (len(own) != 1 or own[0][0].part != "iv" or own[0][1] <= 0
-                    or any(not isinstance(k, Digit) or id(k.loop) not in inner for k in rest.terms)):
-                break
-            width = own[0][1] * loop.stride
-            lo, hi = rest.range_over(inner)
-            if lo < 0 or hi >= width:
-                break
-            widths.add(width)
-        else:
-            if len(widths) == 1:
-                return True
-    return False
+    keys = None
+    for a in mine:
+        own_index, key = [], []
+        for form in a.index:
+            own = {k: c for k, c in form.terms.items() if isinstance(k, Digit) and k.loop is loop}
+            rest = Affine({k: c for k, c in form.terms.items() if k not in own}, form.const)
+            if len(own) > 1 or any(not isinstance(k, Digit) or id(k.loop) not in inner for k in rest.terms):
+                return False
+            if own:
+                (digit, coef), = own.items()
+                lo, hi = rest.range_over(inner)
+                if coef <= 0 or lo < 0 or hi >= coef * digit.scale:
+                    return False
+            own_index.append(Affine(dict(own)))
+            key.append(Affine(dict(own)).key())
+        if keys is None:
+            keys = key
+            if not injective(own_index, {id(loop)}):
+                return False
+            used = {d for dim in own_index for d in dim.digits()}
+            for d in used:  # one of a fused loop's digits alone repeats across iterations
+                if d.part != "iv" and Digit(loop, "mod" if d.part == "div" else "div", d.divisor) not in used \
+                        and Digit(loop, "mod" if d.part == "div" else "div", d.divisor).count > 1:
+                    return False
+            if not used:
+                return False
+        elif key != keys:
+            return False
+    return True

@@ -17,10 +17,11 @@ unroll, vectorize)::
 ``oc`` is the block of output channels (16 floats: one AVX-512 vector, two AVX2 ones), so
 the tile is rows x cols block accumulators, as many as the target's registers hold
 (:func:`register_tile`, ``Target.nchwc_tile_outputs``: 10-16 with 32 zmm, 4-6 with 16 ymm); the
-last oh % rows rows and ow % cols columns get tiles of their own. Narrow rows
-(ResNet's 7 x 7) take several output-channel blocks per tile instead
-(:func:`register_tile_blocks`: 7 columns x 2 blocks), so no row is left over
-for a short tile of few FMA chains; the parallel loop then also takes ``oh``
+last oh % rows rows and ow % cols columns get tiles of their own. With one vector
+per block (AVX-512) a tile takes two output-channel blocks (:func:`register_tile_blocks`:
+8 columns x 2 blocks on a 56-wide row), so each input broadcast feeds two FMAs; narrow rows
+(ResNet's 7 x 7) take several blocks per tile on any target (7 columns x 2 blocks), so no
+row is left over for a short tile of few FMA chains; the parallel loop then also takes ``oh``
 when the output-channel blocks alone are few. The
 summation order over (icb, kh, kw, ic) is the source's; only mul + add
 contract into FMAs. The input is pre-padded by alter-op-layout (graph.pad),
@@ -82,14 +83,31 @@ PARALLEL_CHUNKS = 8  # fewer (n, output-block) chunks than this: oh joins the pa
 
 
 def register_tile_blocks(oh: int, ow: int, blocks: int,
-                         bounds: tuple[int, int] = (MIN_TILE, MAX_TILE)) -> tuple[int, int, int]:
+                         bounds: tuple[int, int] = (MIN_TILE, MAX_TILE),
+                         pair_blocks: bool = False) -> tuple[int, int, int]:
     """(rows, columns, output-channel blocks) of the register tile.
 
-    Rows of at least ``bounds[0]`` columns: :func:`register_tile` (one block). Narrower rows:
-    one whole row times k output-channel blocks, k the largest divisor of ``blocks`` with
-    columns x k in ``bounds`` (7 x 2 of [10, 16]: 14 accumulators, one input broadcast per
-    column feeding k FMAs); without such a divisor, the rows of :func:`register_tile`."""
+    ``pair_blocks`` (a block is one vector register: AVX-512): two blocks times 5-9
+    columns (8 x 2 on a 56-wide row, 9 x 2 on 27, 7 + 6 columns on 13). Each input broadcast then feeds two FMAs: 10 loads per 16 FMAs instead of 17
+    per 16 with 16 x 1, which left the FMA pipes waiting on loads (measured on 1 thread:
+    ResNet-50's and VGG's 3 x 3 and 1 x 1 convs 220-245 -> 270-280 GFLOP/s, 95-97% of the
+    FMA peak).
+    Otherwise, rows of at least ``bounds[0]`` columns: :func:`register_tile` (one block).
+    Narrower rows: one whole row times k output-channel blocks, k the largest divisor of
+    ``blocks`` with columns x k in ``bounds`` (7 x 2 of [10, 16]: 14 accumulators, one
+    input broadcast per column feeding k FMAs); without such a divisor, the rows of
+    :func:`register_tile`."""
     fewest, most = bounds
+    if pair_blocks and blocks % 2 == 0:
+        # columns: [fewest / 2, most / 2 + 1] (5-9: 10-18 accumulators; 11 x 2 measured 25%
+        # slower, 13 x 2 and 14 x 2 3-4x: LLVM spills), a divisor of the row if there is
+        # one (8 first), else the width that leaves the widest column tail
+        widths = range(most // 2 + 1, -(-fewest // 2) - 1, -1)
+        exact = sorted((c for c in widths if ow % c == 0), key=lambda c: (c != most // 2, -c))
+        if exact:
+            return 1, exact[0], 2
+        if ow > most // 2 + 1:
+            return 1, max(widths, key=lambda c: (ow % c, c)), 2
     rows, cols = register_tile(oh, ow, bounds)
     if rows == 1 and cols >= fewest:
         return 1, cols, 1
@@ -118,9 +136,10 @@ def conv2d_nchwc_space(s: Schedule, target: Target) -> Space | None:
     if shape is None:
         return None
     n, blocks, oh, ow, ocw = shape
-    rows, cols, ocbs = register_tile_blocks(oh, ow, blocks, target.nchwc_tile_outputs(ocw))
-    rows_parallel = n == 1 and rows == 1 and blocks // ocbs < PARALLEL_CHUNKS
     per_output = -(-ocw // max(1, target.vector_bits // 32))
+    rows, cols, ocbs = register_tile_blocks(oh, ow, blocks, target.nchwc_tile_outputs(ocw),
+                                            pair_blocks=per_output == 1)
+    rows_parallel = n == 1 and rows == 1 and blocks // ocbs < PARALLEL_CHUNKS
     default_need = rows * cols * ocbs * per_output
 
     def constraint(c: dict) -> str | None:
@@ -130,8 +149,8 @@ def conv2d_nchwc_space(s: Schedule, target: Target) -> Space | None:
                     f"accumulators; '{target}' has {target.vector_registers} vector registers")
         if c["rows"] > 1 and c["cols"] != ow:
             return f"a tile of {c['rows']} rows takes whole rows (cols = {ow})"
-        if c["ocbs"] > 1 and (c["rows"] != 1 or c["cols"] != ow or blocks % c["ocbs"]):
-            return f"ocbs = {c['ocbs']} blocks per tile needs one whole row (rows = 1, cols = {ow}) and divides {blocks}"
+        if c["ocbs"] > 1 and (c["rows"] != 1 or blocks % c["ocbs"]):
+            return f"ocbs = {c['ocbs']} blocks per tile needs one-row tiles (rows = 1) and divides {blocks}"
         if c["rows_parallel"] and not (n == 1 and c["rows"] == 1):
             return "rows_parallel needs batch 1 and one-row tiles"
         return None
@@ -160,19 +179,23 @@ def schedule_conv2d_nchwc(s: Schedule, target: Target, config: dict | None = Non
         for name in ("oc", "ow", "oh", "ocb", "n"):
             s.distribute(name)
         _schedule_init(s, ["n", "ocb", "oh", "ow", "oc"])
-        tiles = []  # (row loop or None, column loop, suffix of the nest's loop names)
+        tiles = []  # (row loop or None, column loop, suffix of the nest's loop names, block loop)
         # partial tiles: the last oh % rows rows (all columns), the last ow % cols columns
         if oh % rows:
             s.split_range("oh_s1", oh - oh % rows, "_t")
-            tiles.append(("oh_s1_t", "ow_s1_t", "_t"))
-        if ow % cols:  # (only with rows == 1: narrow rows are never split)
+            tiles.append(("oh_s1_t", "ow_s1_t", "_t", None))
+        if ow % cols and ocbs == 1:  # (only with rows == 1: narrow rows are never split)
             s.split_range("ow_s1", ow - ow % cols, "_u")
-            tiles.append((None, "ow_s1_u", "_u"))
+            tiles.append((None, "ow_s1_u", "_u", None))
         outer = ["n_s1", "ocb_s1"]
         if ocbs > 1:  # the tile's blocks (ocbi) move inside the reduction below
             s.split("ocb_s1", ocbs, "ocbo", "ocbi")
             s.reorder("oh_s1", "ocbi")
             outer = ["n_s1", "ocbo"]
+            if ow % cols:  # the column tail under the same blocks: a block loop of its own
+                s.split_range("ow_s1", ow - ow % cols, "_u")
+                s.distribute("ocbi", ["ocbi", "ocbi_u"])
+                tiles.append((None, "ow_s1_u", "_u", "ocbi_u"))
         if config["rows_parallel"]:
             # few channel blocks: rows too, so no thread idles (batch 1 only: a third
             # fused loop's nested div/rem indices defeat the dependence analysis)
@@ -184,8 +207,8 @@ def schedule_conv2d_nchwc(s: Schedule, target: Target, config: dict | None = Non
         if rows > 1:
             s.split("oh_s1", rows, "oho", "ohi")
         _register_tile(s, "ohi" if rows > 1 else None, "ow_s1", cols, "", "ocbi" if ocbs > 1 else None)
-        for row, col, suffix in tiles:
-            _register_tile(s, row, col, s.loop(col).trip_count, suffix)
+        for row, col, suffix, tile_blocks in tiles:
+            _register_tile(s, row, col, s.loop(col).trip_count, suffix, tile_blocks)
     _allow_contract(kernel)
     # (epilogue.fuse_epilogue is not applied: with bias/relu in the write-back, LLVM keeps
     # some tiles in memory behind run-time alias checks: ResNet's stem measured 4x slower)

@@ -100,7 +100,7 @@ def test_blocked_conv_matches_reference(c, hw, o, k, stride, pad, epilogue):
 def _plain_schedule(monkeypatch):
     """The schedule without this module's features: one-block tiles and a fill nest."""
     monkeypatch.setattr(defaults_nchwc, "register_tile_blocks",
-                        lambda oh, ow, blocks, bounds: (*register_tile(oh, ow, bounds), 1))
+                        lambda oh, ow, blocks, bounds, pair_blocks=False: (*register_tile(oh, ow, bounds), 1))
     monkeypatch.setattr(defaults_nchwc, "zero_initialized_tiles", lambda kernel: False)
 
 
@@ -122,6 +122,20 @@ def test_register_tile_blocks(oh, ow, blocks, tile):
     assert register_tile_blocks(oh, ow, blocks) == tile
     rows, cols, k = tile
     assert blocks % k == 0 and rows * cols * k <= defaults_nchwc.MAX_TILE
+
+
+@pytest.mark.parametrize("oh,ow,blocks,tile", [
+    (56, 56, 4, (1, 8, 2)), (28, 28, 8, (1, 7, 2)), (14, 14, 16, (1, 7, 2)), (7, 7, 32, (1, 7, 2)),
+    (112, 112, 4, (1, 8, 2)), (10, 10, 2, (1, 5, 2)),
+    (27, 27, 2, (1, 9, 2)), (13, 13, 4, (1, 7, 2)), (23, 23, 2, (1, 8, 2)),  # 9 x 2; tails of 6 and 7
+    (56, 56, 3, (1, 14, 1)), (1, 1, 16, (1, 1, 16))])  # odd blocks, a row too narrow
+def test_register_tile_pairs_blocks_with_one_vector_per_block(oh, ow, blocks, tile):
+    """AVX-512 (a 16-lane block is one zmm): two blocks x 5-9 columns, so each input
+    broadcast feeds two FMAs (a divisor of the row, else the widest column tail); with an
+    odd block count or a row under 5 columns, the one-block rules."""
+    assert register_tile_blocks(oh, ow, blocks, pair_blocks=True) == tile
+    rows, cols, k = tile
+    assert blocks % k == 0 and rows * cols * k <= defaults_nchwc.MAX_TILE + 2
 
 
 @pytest.mark.parametrize("oh,ow,blocks,tile", [
@@ -171,7 +185,7 @@ def test_no_fill_nest_tiles_start_from_zeros():
 
 
 def test_column_tail_tiles_start_from_zeros_too():
-    kernel = _conv_kernel(CASES[7])  # 23 columns: a 16-column tile and a 7-column tail
+    kernel = _conv_kernel(CASES[7])  # 23 columns: 8-column x 2-block tiles and a 7-column tail
     assert schedule_conv2d_nchwc(Schedule(kernel), AVX512)
     out = kernel.body.block.args[-1]
     fills = [n for n in _top_nests(kernel)
@@ -182,6 +196,25 @@ def test_column_tail_tiles_start_from_zeros_too():
                         and isinstance(u.operation.memref.owner, memref.AllocaOp) for u in op.res.uses)]
     assert not copy_ins  # every tile (main and tail) starts from zeros
     assert sum(isinstance(op, memref.AllocaOp) for op in kernel.walk()) == 2  # main and tail tiles
+
+
+def test_block_pair_tiles_with_a_column_tail_compute_the_same():
+    """AVX-512's two-block tiles on a 23-wide row: 8 x 2 tiles and a 7 x 2 tail under a block
+    loop of its own (ocbi_u), parallel over (n, block pair); the loop interpreter runs the
+    kernel before and after scheduling, on any host: the same bits (sums in source order)."""
+    from schedule_kernels import random_args
+    from tloop_exec import run_kernel
+
+    kernel = _conv_kernel(CASES[7])
+    module, name = kernel.parent_op(), kernel.sym_name.data
+    args = random_args(module, name)
+    expected = run_kernel(module, name, args)
+    assert schedule_conv2d_nchwc(Schedule(kernel), AVX512)
+    loops = {loop_name(l): l for l in kernel.walk() if isinstance(l, ForOp)}
+    assert loops["ocbi"].trip_count == loops["ocbi_u"].trip_count == 2
+    assert loops["owi"].trip_count == 8 and loops["owi_u"].trip_count == 7
+    assert any(l.loop_kind == "parallel" for l in loops.values())
+    np.testing.assert_array_equal(run_kernel(module, name, args)[-1], expected[-1])
 
 
 def test_zero_initialized_tiles_refuses_unscheduled_kernel():

@@ -4,7 +4,8 @@
 // channel blocks are few, and the tile starts from zeros: no zero-fill nest of `out`
 // before the parallel loop, no copy-in load of `out`.
 // RUN: dlc-opt %s -p 'lower-to-loops,tloop-default-schedule{target="llvm -mcpu=skylake-avx512"}' | filecheck %s
-// Wide rows (14), 8 channel blocks: one block per tile, (n, ocb) parallel, no fill either.
+// Wide rows (14), 8 channel blocks: with one zmm per block, 7 columns x 2 blocks per tile
+// (each input broadcast feeds two FMAs), 4 block pairs x 3 rows parallel, no fill either.
 // RUN: dlc-opt %s -p 'lower-to-loops,tloop-default-schedule{target="llvm -mcpu=skylake-avx512"}' | filecheck %s --check-prefix=WIDE
 // With 16 ymm (AVX2) a 16-lane block is two registers: tiles of 4-6 outputs
 // (Target.nchwc_tile_outputs), here 6 columns and a 1-column tail, one block each.
@@ -43,7 +44,10 @@ func.func @wide(%x: tensor<1x1x3x14x16xf32>, %w: tensor<8x1x1x1x16x16xf32>) -> t
 }
 // WIDE-LABEL: func.func @wide_0_conv2d_nchwc
 // WIDE-NOT:     memref.store %{{.*}}, %out
-// WIDE:         tloop.for %n_s1_ocb_s1 = 0 to 8 parallel {
-// WIDE-NEXT:      %acc = memref.alloca() : memref<1x1x1x14x16xf32>
-// WIDE-NOT:       ocbi
-// WIDE:           tloop.for %owi = 0 to 14 unrolled {
+// WIDE:         tloop.for %ocbo_oh_s1 = 0 to 12 parallel {
+// WIDE-NEXT:      %acc = memref.alloca() : memref<1x2x1x7x16xf32>
+// WIDE:           tloop.for %owo = 0 to 14 step 7 {
+// WIDE:           tloop.for %ic = 0 to 16 {
+// WIDE-NEXT:        tloop.for %ocbi = 0 to 2 unrolled {
+// WIDE-NEXT:          tloop.for %owi = 0 to 7 unrolled {
+// WIDE-NEXT:            tloop.for %oc_s1 = 0 to 16 vectorized {
