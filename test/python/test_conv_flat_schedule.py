@@ -153,7 +153,7 @@ def test_flat_schedule_applies_to_large_layers(x_shape, w_shape, stride, pad):
 
 
 def test_flat_conv_machine_code_is_a_vector_fma_tile():
-    compiled = compile(conv_src((1, 16, 14, 14), (32, 16, 3, 3)), num_threads=1)
+    compiled = compile(conv_src((1, 16, 14, 14), (32, 16, 3, 3)), num_threads=1, layout="NCHW")
     jit = compiled._jit
     asm = jit.target_machine.emit_assembly(jit.module)
     reg = "zmm" if Target.host().vector_bits == 512 else "ymm"
@@ -165,3 +165,16 @@ def test_flat_conv_machine_code_is_a_vector_fma_tile():
     else:
         assert re.search(r"vbroadcastss\s", asm)
     assert not re.search(r"vfmadd\d+ss", asm), "a scalar FMA: the register tile did not vectorize"
+
+
+def test_blocked_conv_machine_code_feeds_two_fmas_per_input_broadcast():
+    """The NCHWc tile with AVX-512 takes two output-channel blocks (defaults_nchwc
+    register_tile_blocks): one input broadcast into a register, two zmm FMAs from it."""
+    if Target.host().vector_bits != 512:
+        pytest.skip("the two-block tile is AVX-512's (one zmm per 16-channel block)")
+    compiled = compile(conv_src((1, 16, 14, 14), (32, 16, 3, 3)), num_threads=1, layout="NCHWc")
+    jit = compiled._jit
+    asm = jit.target_machine.emit_assembly(jit.module)
+    fmas = re.findall(r"vfmadd\d+ps\s+[^\n]*zmm", asm)
+    broadcasts = re.findall(r"vbroadcastss\s", asm)
+    assert broadcasts and len(fmas) >= 2 * len(broadcasts), (len(fmas), len(broadcasts))
