@@ -124,6 +124,82 @@ def raise_softmax(fn: func.FuncOp) -> int:
     return count
 
 
+def _trailing_reduction(op: Operation | None, name: str, x: SSAValue) -> int | None:
+    """The first axis of ``op = <name>(x)`` over the trailing axes from it, with keepdims."""
+    if op is None or op.name != name or op.operands[0] is not x or not op.keepdims:
+        return None
+    rank = len(x.type.get_shape())
+    axes = sorted(_reduce_axes(op.attrs, rank))
+    return axes[0] if axes and axes == list(range(axes[0], rank)) else None
+
+
+def _scalar_constant(value: SSAValue) -> float | None:
+    owner = value.owner
+    if not isinstance(owner, g.ConstantOp):
+        return None
+    try:
+        array = owner.array()
+    except Exception:  # an elided value: nothing to read
+        return None
+    return float(array.reshape(-1)[0]) if array.size == 1 else None
+
+
+def raise_layer_norm(fn: func.FuncOp) -> int:
+    """Rewrite legalize's layer_norm expansion back into one op (one kernel,
+    ``lowering/kernels/layer_norm.py``: one read of x per pass, no intermediates in memory)
+    when its intermediates have no other users::
+
+        m = reduce_mean(x); d = x - m; v = reduce_mean(d * d); r = rsqrt(v + eps)
+        y = d * r * scale + bias                 (over the trailing axes from one axis)
+
+    ``scale`` and ``bias`` must broadcast to the normalized shape alone (the op's rule).
+    Returns the number of rewrites."""
+    count = 0
+    for first in list(fn.body.block.ops):
+        if first.parent is None or not isinstance(first, g.ReduceMeanOp) or not is_float(first.results[0].type.element_type):
+            continue
+        x = first.operands[0]
+        axis = _trailing_reduction(first, "graph.reduce_mean", x)
+        d = _only_user(first.results[0])
+        if axis is None or not isinstance(d, g.SubOp) or list(d.operands) != [x, first.results[0]]:
+            continue
+        d_users = {use.operation for use in d.results[0].uses}
+        square = next((u for u in d_users if isinstance(u, g.MulOp) and list(u.operands) == [d.results[0]] * 2), None)
+        var = _only_user(square.results[0]) if square is not None else None
+        if len(d_users) != 2 or _trailing_reduction(var, "graph.reduce_mean", square.results[0]) != axis:
+            continue
+        plus = _only_user(var.results[0])
+        eps = _scalar_constant(plus.operands[1]) if isinstance(plus, g.AddOp) and plus.operands[0] is var.results[0] else None
+        inv = _only_user(plus.results[0]) if eps is not None else None
+        normed = _only_user(inv.results[0]) if isinstance(inv, g.RsqrtOp) else None
+        if not (isinstance(normed, g.MulOp) and list(normed.operands) == [d.results[0], inv.results[0]] and normed in d_users):
+            continue
+        scaled = _only_user(normed.results[0])
+        last = _only_user(scaled.results[0]) if isinstance(scaled, g.MulOp) and scaled.operands[0] is normed.results[0] else None
+        if not (isinstance(last, g.AddOp) and last.operands[0] is scaled.results[0]):
+            continue
+        scale, bias = scaled.operands[1], last.operands[1]
+        try:
+            new = g.LayerNormOp.make(x, scale, bias, axis=axis, epsilon=eps)
+        except Exception:  # scale / bias broadcast with the rows too: not the op's form
+            continue
+        if new.results[0].type != last.results[0].type:
+            continue
+        fn.body.block.insert_op_before(new, last)
+        new.results[0].name_hint = last.results[0].name_hint
+        new.location = last.location
+        last.results[0].replace_all_uses_with(new.results[0])
+        eps_op = plus.operands[1].owner
+        for op in [last, scaled, normed, inv, plus, var, square, d, first]:
+            op.detach()
+            op.erase()
+        if not eps_op.results[0].uses:
+            eps_op.detach()
+            eps_op.erase()
+        count += 1
+    return count
+
+
 REGION_LIMIT = 16  # ops a single-exit region may hold (erf-GELU needs 4, tanh-GELU 7)
 
 
@@ -157,6 +233,7 @@ def fuse_function(fn: func.FuncOp, dense: bool, first_id: int = 0) -> int:
     """Mark the groups of ``fn`` and of the bodies of its control-flow ops (a scan's body
     is a recurrent cell: its kernels run once per step); returns the next free group id."""
     raise_softmax(fn)
+    raise_layer_norm(fn)
     next_id = fuse_block(fn.body.block, dense, first_id)
     for op in fn.walk():
         if isinstance(op, GraphOp) and op.regions:

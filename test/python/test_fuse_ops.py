@@ -270,3 +270,24 @@ def test_gelu_dag_with_an_intermediate_used_outside_is_not_one_group():
 def test_gelu_dag_executes_like_the_evaluator(m, n, k):
     inputs = [RNG.normal(size=s).astype(np.float32) for s in [(m, k), (k, n), (n,)]]
     _run(_gelu_chain(m, n, k), inputs, rtol=1e-4, atol=2e-6 * k)
+
+
+# layer_norm as one kernel (raise_layer_norm + kernels/layer_norm.py): odd sizes, a row of
+# 1, two normalized axes, scale / bias broadcast from size-1 and lower-rank shapes, rows
+# enough for the parallel row loop (128 x 257)
+@pytest.mark.parametrize("shape,axis,scale,bias", [
+    ((3, 5), -1, (5,), (5,)), ((1, 1), -1, (1,), (1,)), ((2, 3, 7), 1, (3, 7), (7,)),
+    ((4, 13), 1, (1,), (13,)), ((128, 257), -1, (257,), (257,)), ((17,), 0, (17,), (1,))])
+def test_layer_norm_is_one_kernel_matching_the_evaluator(shape, axis, scale, bias):
+    t = lambda s: "tensor<" + "x".join(map(str, s)) + "xf32>"  # noqa: E731
+    text = f"""
+func.func @main(%x: {t(shape)}, %g: {t(scale)}, %b: {t(bias)}) -> {t(shape)} {{
+  %y = graph.layer_norm %x, %g, %b {{axis = {axis} : i64, epsilon = 1.0e-03 : f32}} : ({t(shape)}, {t(scale)}, {t(bias)}) -> {t(shape)}
+  func.return %y : {t(shape)}
+}}"""
+    inputs = [(RNG.normal(size=s) * 3 + 1).astype(np.float32) for s in (shape, scale, bias)]
+    _run(text, inputs, rtol=1e-4, atol=1e-4)
+    # through the whole pipeline: legalize expands the op, fuse-ops raises it back
+    table = dlc.compile(text, profile=True).profile(*inputs, repeat=1).table().splitlines()
+    kernels = [line.split()[:2] for line in table[1:] if line.startswith("main_")]
+    assert [source for _, source in kernels] == ["layer_norm"], table
