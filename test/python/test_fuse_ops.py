@@ -197,6 +197,28 @@ def test_dense_row_tail_reads_the_packed_panel(batch, m, n, k):
     assert "%b_pack" in tail and f"tloop.for %m_s1_mt = {m - m % 8} to {m} unrolled" in tail
 
 
+@pytest.mark.parametrize("batch,m,n,k", [((), 197, 768, 600), ((), 64, 64, 64), ((2,), 9, 64, 5)])
+def test_dense_tiles_start_from_zeros_without_a_fill_nest(batch, m, n, k):
+    """No zero-fill nest of C (zero_first_k_block): the tiles start from zeros in the first
+    K block (ko at 0) and copy C in only in the later ones; results do not depend on what
+    the output buffer held (NaN here)."""
+    kernel = _scheduled_kernel(_dense_chain(batch, m, n, k))
+    lines = kernel.splitlines()
+    top = [i for i, line in enumerate(lines) if line.startswith("  tloop.for")]
+    assert "parallel" in lines[top[0]] and "memref.alloca" in lines[top[0] + 1]  # the tiles come first
+    assert ("acc_d0_z" in kernel) == ("scf.if" in kernel) == (k > 256)  # a branch only with K blocks
+    shapes = [tuple(batch) + (m, k), (k, n)]
+    a, b = (RNG.normal(size=s).astype(np.float32) for s in shapes)
+    mm = f"""
+func.func @main(%a: tensor<{"x".join(map(str, shapes[0]))}xf32>, %b: tensor<{k}x{n}xf32>) -> tensor<{"x".join(map(str, tuple(batch) + (m, n)))}xf32> {{
+  %c = graph.matmul %a, %b : (tensor<{"x".join(map(str, shapes[0]))}xf32>, tensor<{k}x{n}xf32>) -> tensor<{"x".join(map(str, tuple(batch) + (m, n)))}xf32>
+  func.return %c : tensor<{"x".join(map(str, tuple(batch) + (m, n)))}xf32>
+}}"""
+    out = np.full(tuple(batch) + (m, n), np.nan, np.float32)
+    dlc.compile(mm)(a, b, outputs=[out])
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4 * k)
+
+
 def test_dense_epilogue_with_k_blocks_keeps_its_own_nest():
     # K in blocks (600 > KC): an `if last K block` write-back halved the GEMM's speed, so the
     # matmul schedule leaves the chain in one epilogue nest over the whole output
