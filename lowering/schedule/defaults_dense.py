@@ -148,6 +148,10 @@ def _matmul_blocks(m0: int, n0: int, k: int, mr: int, nr: int, batched: bool,
             nc = n0 // 2
         elif can_m:
             mc = m0 // 2
+        elif m0 >= 2 * mr:  # odd tile counts both ways (1016 x 992 = 127 x 8 by 31 x 32 rows /
+            # columns): two row blocks that do not divide (a guard per row; one on the columns
+            # would stop the micro-kernel's vectorization), not one thread idle
+            mc = -(-(m0 // mr) // 2) * mr
     return mc, nc, kc
 
 
@@ -246,6 +250,11 @@ def matmul_space(s: Schedule, target: Target) -> Space | None:
     # narrow products: 16 or 8 columns; half tiles also where they fit a small n exactly and
     # the wide ones would leave a tail of a third or more (48 = 3 x 16, not 32 + 16)
     while nr > MIN_COLUMNS and (nr > n or (n % nr and n < 4 * nr and n % (nr // 2) == 0)):
+        nr //= 2
+    if (nr > 16 and n - n % nr > 512 and _divisor_tile(n - n % nr, nr, 512) is None
+            and _divisor_tile(n - n % (nr // 2), nr // 2, 512) is not None):
+        # no column block of whole wide tiles fits the B panel (992 = 31 x 32): half-width
+        # tiles that do (496), rather than a panel of all the columns and short K blocks
         nr //= 2
     m0, n0 = m - m % mr, n - n % nr
     mc, nc, kc = _matmul_blocks(m0, n0, k, mr, nr, bool(batch), m)

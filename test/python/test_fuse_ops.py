@@ -219,6 +219,18 @@ func.func @main(%a: tensor<{"x".join(map(str, shapes[0]))}xf32>, %b: tensor<{k}x
     np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-4 * k)
 
 
+@pytest.mark.parametrize("m,n,k,nr", [(1021, 997, 509, 16), (1021, 96, 64, 32)])
+def test_dense_blocks_keep_both_threads_busy_on_awkward_sizes(m, n, k, nr):
+    """1021 x 997 x 509: 127 row tiles and 31 column tiles of 32, both odd. The columns take
+    16-wide tiles (992 = 2 x 496: a block that fits the B panel) and the C blocks still
+    number at least two, so neither thread idles (one block of all of C ran 30% slower).
+    1021 x 96: 127 row tiles, 3 column tiles: two row blocks that do not divide."""
+    kernel = _scheduled_kernel(_dense_chain((), m, n, k))
+    assert f"tloop.for %nr = 0 to {nr} vectorized" in kernel
+    blocks = re.search(r"tloop.for %mo_no = 0 to (\d+) parallel", kernel)
+    assert blocks and int(blocks.group(1)) >= 2
+
+
 def test_dense_epilogue_with_k_blocks_keeps_its_own_nest():
     # K in blocks (600 > KC): an `if last K block` write-back halved the GEMM's speed, so the
     # matmul schedule leaves the chain in one epilogue nest over the whole output
