@@ -88,7 +88,10 @@ def register_tile_blocks(oh: int, ow: int, blocks: int,
     """(rows, columns, output-channel blocks) of the register tile.
 
     ``pair_blocks`` (a block is one vector register: AVX-512): two blocks times 5-9
-    columns (8 x 2 on a 56-wide row, 9 x 2 on 27, 7 + 6 columns on 13). Each input broadcast then feeds two FMAs: 10 loads per 16 FMAs instead of 17
+    columns (8 x 2 on a 56-wide row, 9 x 2 on 27, 7 + 6 columns on 13); an odd block
+    count divisible by 3 takes three blocks times 4-6 columns (4 x 3 on 56: 200 -> 249
+    GFLOP/s for MobileNet's 144-channel 1 x 1 conv; 5 x 3 on 13: 216 -> 256 for
+    SqueezeNet's 1000-channel one). Each input broadcast then feeds two FMAs: 10 loads per 16 FMAs instead of 17
     per 16 with 16 x 1, which left the FMA pipes waiting on loads (measured on 1 thread:
     ResNet-50's and VGG's 3 x 3 and 1 x 1 convs 220-245 -> 270-280 GFLOP/s, 95-97% of the
     FMA peak).
@@ -98,16 +101,19 @@ def register_tile_blocks(oh: int, ow: int, blocks: int,
     input broadcast per column feeding k FMAs); without such a divisor, the rows of
     :func:`register_tile`."""
     fewest, most = bounds
-    if pair_blocks and blocks % 2 == 0:
-        # columns: [fewest / 2, most / 2 + 1] (5-9: 10-18 accumulators; 11 x 2 measured 25%
-        # slower, 13 x 2 and 14 x 2 3-4x: LLVM spills), a divisor of the row if there is
-        # one (8 first), else the width that leaves the widest column tail
-        widths = range(most // 2 + 1, -(-fewest // 2) - 1, -1)
+    group = 2 if blocks % 2 == 0 else 3 if blocks % 3 == 0 else 0
+    if pair_blocks and group:
+        # columns: 5-9 with 2 blocks, 4-6 with 3 (an odd block count: 63 for 1000 channels,
+        # 9 for 144): at most 18 accumulators (11 x 2 measured 25% slower, 8 x 3 5x, 13 x 2
+        # and 14 x 2 3-4x: LLVM spills); a divisor of the row if there is one (8 first with
+        # 2 blocks), else the width that leaves the widest column tail
+        widest = (most // 2 + 1) * 2 // group
+        widths = range(widest, -(-fewest // group) - 1, -1)
         exact = sorted((c for c in widths if ow % c == 0), key=lambda c: (c != most // 2, -c))
         if exact:
-            return 1, exact[0], 2
-        if ow > most // 2 + 1:
-            return 1, max(widths, key=lambda c: (ow % c, c)), 2
+            return 1, exact[0], group
+        if ow > widest:
+            return 1, max(widths, key=lambda c: (ow % c, c)), group
     rows, cols = register_tile(oh, ow, bounds)
     if rows == 1 and cols >= fewest:
         return 1, cols, 1

@@ -128,11 +128,13 @@ def test_register_tile_blocks(oh, ow, blocks, tile):
     (56, 56, 4, (1, 8, 2)), (28, 28, 8, (1, 7, 2)), (14, 14, 16, (1, 7, 2)), (7, 7, 32, (1, 7, 2)),
     (112, 112, 4, (1, 8, 2)), (10, 10, 2, (1, 5, 2)),
     (27, 27, 2, (1, 9, 2)), (13, 13, 4, (1, 7, 2)), (23, 23, 2, (1, 8, 2)),  # 9 x 2; tails of 6 and 7
-    (56, 56, 3, (1, 14, 1)), (1, 1, 16, (1, 1, 16))])  # odd blocks, a row too narrow
+    (56, 56, 9, (1, 4, 3)), (13, 13, 63, (1, 5, 3)),  # odd block counts divisible by 3: 3 blocks
+    (56, 56, 5, (1, 14, 1)), (1, 1, 16, (1, 1, 16))])  # neither: one block; a row too narrow
 def test_register_tile_pairs_blocks_with_one_vector_per_block(oh, ow, blocks, tile):
     """AVX-512 (a 16-lane block is one zmm): two blocks x 5-9 columns, so each input
-    broadcast feeds two FMAs (a divisor of the row, else the widest column tail); with an
-    odd block count or a row under 5 columns, the one-block rules."""
+    broadcast feeds two FMAs (a divisor of the row, else the widest column tail); an odd
+    block count divisible by 3: three blocks x 4-6 columns; otherwise, or with a row under
+    the narrowest width, the one-block rules."""
     assert register_tile_blocks(oh, ow, blocks, pair_blocks=True) == tile
     rows, cols, k = tile
     assert blocks % k == 0 and rows * cols * k <= defaults_nchwc.MAX_TILE + 2
@@ -198,21 +200,25 @@ def test_column_tail_tiles_start_from_zeros_too():
     assert sum(isinstance(op, memref.AllocaOp) for op in kernel.walk()) == 2  # main and tail tiles
 
 
-def test_block_pair_tiles_with_a_column_tail_compute_the_same():
-    """AVX-512's two-block tiles on a 23-wide row: 8 x 2 tiles and a 7 x 2 tail under a block
-    loop of its own (ocbi_u), parallel over (n, block pair); the loop interpreter runs the
-    kernel before and after scheduling, on any host: the same bits (sums in source order)."""
+@pytest.mark.parametrize("case,blocks,cols,tail", [
+    (CASES[7], 2, 8, 7),  # 23 wide, 2 blocks: 8 x 2 tiles and a 7 x 2 tail
+    ((16, (13, 13), 48, 3, 1, 1, ("bias", "relu")), 3, 5, 3),  # 13 wide, 3 blocks: 5 x 3 and 3 x 3
+])
+def test_block_group_tiles_with_a_column_tail_compute_the_same(case, blocks, cols, tail):
+    """AVX-512's multi-block tiles with a column tail under a block loop of its own
+    (ocbi_u), parallel over (n, block group); the loop interpreter runs the kernel before
+    and after scheduling, on any host: the same bits (sums in source order)."""
     from schedule_kernels import random_args
     from tloop_exec import run_kernel
 
-    kernel = _conv_kernel(CASES[7])
+    kernel = _conv_kernel(case)
     module, name = kernel.parent_op(), kernel.sym_name.data
     args = random_args(module, name)
     expected = run_kernel(module, name, args)
     assert schedule_conv2d_nchwc(Schedule(kernel), AVX512)
     loops = {loop_name(l): l for l in kernel.walk() if isinstance(l, ForOp)}
-    assert loops["ocbi"].trip_count == loops["ocbi_u"].trip_count == 2
-    assert loops["owi"].trip_count == 8 and loops["owi_u"].trip_count == 7
+    assert loops["ocbi"].trip_count == loops["ocbi_u"].trip_count == blocks
+    assert loops["owi"].trip_count == cols and loops["owi_u"].trip_count == tail
     assert any(l.loop_kind == "parallel" for l in loops.values())
     np.testing.assert_array_equal(run_kernel(module, name, args)[-1], expected[-1])
 
