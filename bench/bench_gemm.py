@@ -188,7 +188,6 @@ def ort_matmul(a: np.ndarray, b: np.ndarray, threads: int):
     """onnxruntime's MatMul of `a` and `b` (both graph inputs, as dlc's are) on `threads`
     intra-op threads, as a no-argument call; None without onnxruntime."""
     try:
-        import onnx
         import onnxruntime as ort
         from onnx import TensorProto, helper
     except ImportError:

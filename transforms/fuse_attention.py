@@ -37,23 +37,12 @@ from xdsl.passes import ModulePass
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import ShapeError, normalize_axis
 from dlc.lowering.kernels.attention import packs_fit
-from dlc.transforms.fuse_ops import raise_softmax
+from dlc.transforms.fuse_ops import raise_softmax, scalar_constant
 
 
 def _only_user(value: SSAValue) -> Operation | None:
     users = [use.operation for use in value.uses]
     return users[0] if len(users) == 1 else None
-
-
-def _scalar_constant(value: SSAValue) -> float | None:
-    owner = value.owner
-    if not isinstance(owner, g.ConstantOp):
-        return None
-    try:
-        array = owner.array()
-    except Exception:  # an elided value: not a scale we can read
-        return None
-    return float(array.reshape(-1)[0]) if array.size == 1 else None
 
 
 def _through_transpose(value: SSAValue) -> tuple[SSAValue, tuple[int, ...]]:
@@ -105,10 +94,10 @@ def match_attention(softmax: g.SoftmaxOp) -> _Match | None:
     scaling = scores.owner
     if isinstance(scaling, (g.MulOp, g.DivOp)):
         lhs, rhs = scaling.operands
-        c = _scalar_constant(rhs)
+        c = scalar_constant(rhs)
         product = lhs
         if c is None and isinstance(scaling, g.MulOp):
-            c, product = _scalar_constant(lhs), rhs
+            c, product = scalar_constant(lhs), rhs
         if c is None or (isinstance(scaling, g.DivOp) and c == 0.0):
             return None
         scale = 1.0 / c if isinstance(scaling, g.DivOp) else c

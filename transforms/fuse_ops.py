@@ -113,15 +113,20 @@ def raise_softmax(fn: func.FuncOp) -> int:
             continue
         if new.results[0].type != last.results[0].type:
             continue
-        fn.body.block.insert_op_before(new, last)
-        new.results[0].name_hint = last.results[0].name_hint
-        new.location = last.location  # the source node (legalize located the expansion at it)
-        last.results[0].replace_all_uses_with(new.results[0])
-        for op in dead:
-            op.detach()
-            op.erase()
+        _replace_chain(fn, new, last, dead)
         count += 1
     return count
+
+
+def _replace_chain(fn: func.FuncOp, new: Operation, last: Operation, dead: list[Operation]) -> None:
+    """`new` in place of the matched chain `dead` (consumers first) ending in `last`."""
+    fn.body.block.insert_op_before(new, last)
+    new.results[0].name_hint = last.results[0].name_hint
+    new.location = last.location  # the source node (legalize located the expansion at it)
+    last.results[0].replace_all_uses_with(new.results[0])
+    for op in dead:
+        op.detach()
+        op.erase()
 
 
 def _trailing_reduction(op: Operation | None, name: str, x: SSAValue) -> int | None:
@@ -133,7 +138,8 @@ def _trailing_reduction(op: Operation | None, name: str, x: SSAValue) -> int | N
     return axes[0] if axes and axes == list(range(axes[0], rank)) else None
 
 
-def _scalar_constant(value: SSAValue) -> float | None:
+def scalar_constant(value: SSAValue) -> float | None:
+    """The value of a one-element graph.constant, else None."""
     owner = value.owner
     if not isinstance(owner, g.ConstantOp):
         return None
@@ -169,7 +175,7 @@ def raise_layer_norm(fn: func.FuncOp) -> int:
         if len(d_users) != 2 or _trailing_reduction(var, "graph.reduce_mean", square.results[0]) != axis:
             continue
         plus = _only_user(var.results[0])
-        eps = _scalar_constant(plus.operands[1]) if isinstance(plus, g.AddOp) and plus.operands[0] is var.results[0] else None
+        eps = scalar_constant(plus.operands[1]) if isinstance(plus, g.AddOp) and plus.operands[0] is var.results[0] else None
         inv = _only_user(plus.results[0]) if eps is not None else None
         normed = _only_user(inv.results[0]) if isinstance(inv, g.RsqrtOp) else None
         if not (isinstance(normed, g.MulOp) and list(normed.operands) == [d.results[0], inv.results[0]] and normed in d_users):
@@ -185,14 +191,8 @@ def raise_layer_norm(fn: func.FuncOp) -> int:
             continue
         if new.results[0].type != last.results[0].type:
             continue
-        fn.body.block.insert_op_before(new, last)
-        new.results[0].name_hint = last.results[0].name_hint
-        new.location = last.location
-        last.results[0].replace_all_uses_with(new.results[0])
         eps_op = plus.operands[1].owner
-        for op in [last, scaled, normed, inv, plus, var, square, d, first]:
-            op.detach()
-            op.erase()
+        _replace_chain(fn, new, last, [last, scaled, normed, inv, plus, var, square, d, first])
         if not eps_op.results[0].uses:
             eps_op.detach()
             eps_op.erase()

@@ -61,6 +61,7 @@ from dlc.lowering.schedule.defaults_forms import form_schedule
 from dlc.lowering.schedule.epilogue import fuse_epilogue
 from dlc.lowering.schedule.core import Schedule, enclosing_loops, loop_name
 from dlc.lowering.schedule.space import Knob, Space, int_choices
+from dlc.lowering.schedule.zero_fill import constant_fill, has_tile, tile_copy_ins
 from dlc.target import Target
 
 PANEL_FLOATS = 131072  # packed B panel: 512 KiB, half of a Zen 4 / recent Intel L2
@@ -420,40 +421,26 @@ def zero_first_k_block(kernel: func.FuncOp) -> bool:
     from xdsl.ir import Block, Region
 
     out = kernel.body.block.args[-1]
-    nests = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
-    if len(nests) < 2:
+    found = constant_fill(kernel)
+    if found is None:
         return False
-    fill = nests[0]
-    stores = [op for op in fill.walk() if isinstance(op, memref.StoreOp)]
-    if (len(stores) != 1 or stores[0].memref is not out or not isinstance(stores[0].value.owner, arith.ConstantOp)
-            or stores[0].value.owner.parent is not kernel.body.block
-            or any(isinstance(op, memref.LoadOp) for op in fill.walk())):
+    fill, nests, zero = found
+    epilogue = nests[-1] if not has_tile(nests[-1]) else None
+    copy_ins = tile_copy_ins(nests, out, epilogue)
+    if copy_ins is None:
         return False
-    zero = stores[0].value
-    last = nests[-1]
-    epilogue = last if not any(isinstance(op, memref.AllocaOp) for op in last.walk()) else None
     roots = []  # (outermost loop of a copy-in nest, its ko loop)
-    for nest in nests[1:]:
-        if nest is epilogue:
-            continue
-        for op in nest.walk():
-            if not (isinstance(op, memref.LoadOp) and op.memref is out):
-                continue
-            uses = list(op.res.uses)
-            if (len(uses) != 1 or not isinstance(uses[0].operation, memref.StoreOp) or uses[0].index != 0
-                    or not isinstance(uses[0].operation.memref.owner, memref.AllocaOp)):
-                return False
-            around = enclosing_loops(op)
-            ko = next((loop for loop in reversed(around) if loop_name(loop) == "ko"), None)
-            if ko is None:
-                return False
-            inside = around[around.index(ko) + 1:]
-            copy = [loop for loop in inside if loop_name(loop).startswith("acc")]
-            if not copy or copy[-1] is not around[-1]:
-                return False
-            root = copy[0]
-            if all(root is not r for r, _ in roots):
-                roots.append((root, ko))
+    for load, _ in copy_ins:
+        around = enclosing_loops(load)
+        ko = next((loop for loop in reversed(around) if loop_name(loop) == "ko"), None)
+        if ko is None:
+            return False
+        inside = around[around.index(ko) + 1:]
+        copy = [loop for loop in inside if loop_name(loop).startswith("acc")]
+        if not copy or copy[-1] is not around[-1]:
+            return False
+        if all(copy[0] is not r for r, _ in roots):
+            roots.append((copy[0], ko))
     if not roots:
         return False
     for root, ko in roots:

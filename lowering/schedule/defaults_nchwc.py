@@ -54,6 +54,7 @@ from dlc.lowering.schedule.defaults_dense import (
 )
 from dlc.lowering.schedule.defaults_forms import form_schedule
 from dlc.lowering.schedule.space import Knob, Space, int_choices
+from dlc.lowering.schedule.zero_fill import constant_fill, has_tile, tile_copy_ins
 from dlc.lowering.kernels.forms import CONV2D_NCHWC, POOL2D_NCHWC
 from dlc.target import Target
 
@@ -232,34 +233,13 @@ def zero_initialized_tiles(kernel: func.FuncOp) -> bool:
     first top-level nest only stores one constant into ``out``; every other load of
     ``out`` is a copy-in whose only use is a store into a kernel-local tile, except in
     a last nest without tiles (the fused epilogue's nest: it runs after the tiles)."""
-    out = kernel.body.block.args[-1]
-    nests = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
-    if len(nests) < 2:
+    found = constant_fill(kernel)
+    if found is None:
         return False
-    fill = nests[0]
-    fill_stores = [op for op in fill.walk() if isinstance(op, memref.StoreOp)]
-    if (len(fill_stores) != 1 or fill_stores[0].memref is not out
-            or not isinstance(fill_stores[0].value.owner, arith.ConstantOp)
-            or fill_stores[0].value.owner.parent is not kernel.body.block):
-        return False
-    if any(isinstance(op, memref.LoadOp) for op in fill.walk()):
-        return False
-    zero = fill_stores[0].value
+    fill, nests, zero = found
     last = nests[-1]  # the fused epilogue's nest, if any: no tile of its own
-    remainder = last if ("tloop.fused" in kernel.attributes
-                         and not any(isinstance(op, memref.AllocaOp) for op in last.walk())) else None
-    copy_ins = []
-    for nest in nests[1:]:
-        if nest is remainder:
-            continue
-        for op in nest.walk():
-            if not (isinstance(op, memref.LoadOp) and op.memref is out):
-                continue
-            uses = list(op.res.uses)
-            if (len(uses) != 1 or not isinstance(uses[0].operation, memref.StoreOp) or uses[0].index != 0
-                    or not isinstance(uses[0].operation.memref.owner, memref.AllocaOp)):
-                return False
-            copy_ins.append((op, uses[0].operation))
+    remainder = last if "tloop.fused" in kernel.attributes and not has_tile(last) else None
+    copy_ins = tile_copy_ins(nests, kernel.body.block.args[-1], remainder)
     if not copy_ins:
         return False
     for load, store in copy_ins:
