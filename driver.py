@@ -306,9 +306,11 @@ def _one_line(err: Exception, stage: str) -> str:
 DEFAULT_CPU_LAYOUT = "NCHWc"
 
 
-def graph_passes(layout: str | None = None) -> tuple[str, ...]:
-    """GRAPH_PASSES (CPU), with fold-qdq, fuse-attention, and alter-op-layout before fuse-ops for ``layout="NCHWc"``
-    (default: env ``DLC_LAYOUT``, else DEFAULT_CPU_LAYOUT; "NCHW": plain layouts)."""
+def graph_passes(layout: str | None = None, target: Target | None = None) -> tuple[str, ...]:
+    """GRAPH_PASSES (CPU), with fold-qdq, fuse-attention, pack-matmul-weights (its panel the
+    register tile width of `target`, default the host), and alter-op-layout before fuse-ops
+    for ``layout="NCHWc"`` (default: env ``DLC_LAYOUT``, else DEFAULT_CPU_LAYOUT; "NCHW":
+    plain layouts)."""
     layout = layout or os.environ.get("DLC_LAYOUT", DEFAULT_CPU_LAYOUT)
     if layout not in ("NCHW", "NCHWc"):
         raise CompileError(f"unknown layout '{layout}' (expected NCHW or NCHWc)")
@@ -320,6 +322,13 @@ def graph_passes(layout: str | None = None) -> tuple[str, ...]:
     # after fold-constant (the scale is a constant then), before fuse-ops groups its parts
     at = passes.index("fuse-ops")
     passes = passes[:at] + ("fuse-attention",) + passes[at:]
+    # pack-matmul-weights (CPU): constant GEMM operands in the register tile's column panels,
+    # before fuse-ops (the packed matmul takes the fused epilogue)
+    pack = "pack-matmul-weights"  # (its default panel: the host's tile width)
+    if target is not None and target.matmul_register_tile[1] != Target.host().matmul_register_tile[1]:
+        pack += f"{{panel={target.matmul_register_tile[1]}}}"
+    at = passes.index("fuse-ops")
+    passes = passes[:at] + (pack,) + passes[at:]
     if layout == "NCHW":
         return passes
     at = passes.index("fuse-ops")
@@ -446,8 +455,8 @@ def lower_to_llvm_dialect(module: ModuleOp, timings: dict[str, float] | None = N
     if byoc and externals is None:
         raise CompileError("lower_to_llvm_dialect(byoc=...) needs an externals list for the kernels")
     if _level(module) == "graph":
-        for name in graph_passes(layout):
-            with timed(name):
+        for name in graph_passes(layout, target):
+            with timed(name.split("{")[0]):
                 _pipeline_pass(name, module)
             if name == "simplify-inference" and byoc:
                 _run_byoc(module, list(byoc), target, timed, externals)

@@ -69,6 +69,7 @@ PASSES: dict[str, Callable[[], type[ModulePass]]] = {
     "fuse-ops": _lazy("dlc.transforms.fuse_ops", "FuseOpsPass"),
     "fuse-attention": _lazy("dlc.transforms.fuse_attention", "FuseAttention"),
     "alter-op-layout": _lazy("dlc.transforms.alter_op_layout", "AlterOpLayoutPass"),
+    "pack-matmul-weights": _lazy("dlc.transforms.pack_matmul_weights", "PackMatmulWeightsPass"),
     # bring your own codegen (dlc.byoc): composites, targets, regions, partitions
     "merge-composite": _lazy("dlc.transforms.merge_composite", "MergeCompositePass"),
     "annotate-target": _lazy("dlc.transforms.annotate_target", "AnnotateTargetPass"),

@@ -150,6 +150,31 @@ def forked_child() -> bool:
     return _fork["forked"]
 
 
+BUFFER_ALIGNMENT = 64  # bytes: a cache line, one zmm (the compiled code's own buffers too)
+
+
+def aligned_empty(shape, dtype) -> np.ndarray:
+    """An uninitialized C-contiguous array whose data starts on a BUFFER_ALIGNMENT
+    boundary. numpy's allocator gives 16 mod 64 for large arrays: every 64-byte vector
+    load or store of such a buffer spans two cache lines (a GEMV streaming a misaligned
+    4 MiB weight from L3 measured 15% slower)."""
+    dtype = np.dtype(dtype)
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(count * dtype.itemsize + BUFFER_ALIGNMENT, np.uint8)
+    start = -raw.ctypes.data % BUFFER_ALIGNMENT
+    return raw[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def aligned(array: np.ndarray) -> np.ndarray:
+    """``array`` itself when C-contiguous and aligned (see aligned_empty), else an aligned copy."""
+    array = np.asarray(array)
+    if array.flags.c_contiguous and array.ctypes.data % BUFFER_ALIGNMENT == 0:
+        return array
+    copy = aligned_empty(array.shape, array.dtype)
+    copy[...] = array
+    return copy
+
+
 def format_bytes(n: int) -> str:
     """``64.0 TiB``: binary units, one decimal."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
@@ -259,7 +284,7 @@ class EntryPoint:
 
     def _outputs(self, given: Sequence[np.ndarray] | None) -> list[np.ndarray]:
         if given is None:
-            return [np.empty(shape, dtype) for _, shape, dtype in self.outputs]
+            return [aligned_empty(shape, dtype) for _, shape, dtype in self.outputs]
         if len(given) != len(self.outputs):
             raise DlcRuntimeError(f"@{self.name} has {len(self.outputs)} outputs, got {len(given)} buffers")
         for out, (name, shape, dtype) in zip(given, self.outputs):

@@ -140,7 +140,7 @@ def extract_tasks(source, target: Target | str = "llvm", input_shapes=None, layo
         module = load_module(source)
     if _level(module) == "graph":
         try:
-            for name in graph_passes(layout):
+            for name in graph_passes(layout, target):
                 run_pass(name, module)
             run_pass(lower_to_loops_pass(target), module)
         except DiagnosticError as err:

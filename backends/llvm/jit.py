@@ -20,6 +20,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from dlc.backends.llvm import codegen_worker
+from dlc.runtime.native import aligned
 from dlc.target import Target
 
 LIBGOMP = "/usr/lib/x86_64-linux-gnu/libgomp.so.1"
@@ -95,13 +96,14 @@ class JITModule:
     """An MCJIT engine holding one optimized module; weights bound by address.
 
     ``weights`` maps symbol -> numpy array; the arrays are referenced (kept alive)
-    by this object, never copied.
+    by this object, copied only when not 64-byte aligned (``runtime.native.aligned``: the
+    kernels' vector loads of a weight would each span two cache lines).
     """
 
     def __init__(self, llvm_ir: str, weights: dict[str, np.ndarray], opt: int = 3,
                  target: Target | None = None):
         initialize()
-        self._weights = {k: np.ascontiguousarray(v) for k, v in weights.items()}
+        self._weights = {k: aligned(v) for k, v in weights.items()}
         for symbol, array in self._weights.items():
             # zero-size arrays still need a distinct, valid address
             llvm.add_symbol(symbol, array.ctypes.data if array.size else ctypes.addressof(_EMPTY))

@@ -1,4 +1,5 @@
-"""Linear algebra: matmul, dense (x @ w.T + b) and det.
+"""Linear algebra: matmul, matmul_packed (a constant rhs in panels), dense (x @ w.T + b)
+and det.
 """
 
 from __future__ import annotations
@@ -67,6 +68,49 @@ class MatmulOp(GraphOp):
         else:
             out = np.matmul(a, b)
         return [out.astype(a.dtype)]
+
+
+@irdl_op_definition
+class MatmulPackedOp(GraphOp):
+    """``a @ b`` with ``b`` ([K, N]) stored as N / R column panels ``bp[N / R, K, R]``
+    (``bp[p, k, r] = b[k, p * R + r]``; TVM's ``dense_pack`` weight layout). pack-matmul-weights
+    writes it for a constant ``b``: the GEMM's register tile then reads each K x R panel as
+    one contiguous stream, with no packing of B at run time. ``a``'s leading dims are 1.
+
+    ```mlir
+    %c = graph.matmul_packed %a, %bp : (tensor<1x128x768xf32>, tensor<24x768x32xf32>) -> tensor<1x128x768xf32>
+    ```
+    """
+
+    name = "graph.matmul_packed"
+    lhs = operand_def(TensorType)
+    rhs = operand_def(TensorType)
+    out = result_def(TensorType)
+    traits = traits_def(Pure(), FusionAnchor(dense=True))
+
+    @classmethod
+    def infer(cls, operand_types: Types, attrs: Attrs) -> list[TensorType]:
+        _expect_count(operand_types, 2)
+        element = _same_element(operand_types)
+        _check_element(operand_types[0], "float")
+        a, bp = (list(t.get_shape()) for t in operand_types)
+        if len(a) < 2 or any(d != 1 for d in a[:-2]):
+            raise ShapeError(f"lhs must be [1.., M, K] (leading dims 1), got shape {a}")
+        if len(bp) != 3:
+            raise ShapeError(f"rhs must be column panels [N / R, K, R], got shape {bp}")
+        if a[-1] != bp[1]:
+            raise ShapeError(f"contraction dims differ: lhs has K={a[-1]}, rhs panels have K={bp[1]}")
+        return [tensor_type(a[:-1] + [bp[0] * bp[2]], element)]
+
+    def reference(self, a: np.ndarray, bp: np.ndarray) -> list[np.ndarray]:
+        b = bp.transpose(1, 0, 2).reshape(bp.shape[1], bp.shape[0] * bp.shape[2])
+        return [np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(a.dtype)]
+
+
+def pack_columns(b: np.ndarray, panel: int) -> np.ndarray:
+    """``b[K, N]`` as MatmulPackedOp's panels ``[N / panel, K, panel]`` (N % panel == 0)."""
+    k, n = b.shape
+    return np.ascontiguousarray(b.reshape(k, n // panel, panel).transpose(1, 0, 2))
 
 
 @irdl_op_definition

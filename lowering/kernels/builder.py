@@ -159,12 +159,16 @@ class KernelBuilder:
             return value
         return self.epilogue.apply(self, value, list(out_idx), self.extra_inputs)
 
-    def apply_epilogue(self, out_idx: Sequence[Index]) -> None:
-        """Rewrite the finished output element at ``out_idx`` through the epilogue."""
+    def apply_epilogue(self, out_idx: Sequence[Index], view: SSAValue | None = None,
+                       view_idx: Sequence[Index] | None = None) -> None:
+        """Rewrite the finished output element at ``out_idx`` through the epilogue; with
+        `view` (a view of the output the kernel writes through), the element is
+        ``view[view_idx]`` (the epilogue's operands are still indexed by ``out_idx``)."""
         if self.epilogue is None:
             return
-        value = self.load(self.outputs[0], out_idx)
-        self.store(self.epilogue_value(value, out_idx), self.outputs[0], out_idx)
+        buf, idx = (self.outputs[0], out_idx) if view is None else (view, view_idx)
+        value = self.load(buf, idx)
+        self.store(self.epilogue_value(value, out_idx), buf, idx)
 
     # -- finishing ---------------------------------------------------------------
     def finish(self, form: str | None = None) -> func.FuncOp:

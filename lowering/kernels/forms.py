@@ -29,6 +29,7 @@ CONV2D_DEPTHWISE = "conv2d.depthwise"  # kernels/conv_grouped.py: per-channel dw
 CONV2D_NCHWC = "conv2d_nchwc"  # kernels/conv_nchwc.py: n ocb oh ow oc / icb kh kw ic
 POOL2D_NCHWC = "pool2d_nchwc"  # kernels/nchwc_ops.py: n cb oh ow / ... c
 MATMUL = "matmul"  # kernels/matmul.py with two matrix operands: b.. m n / k
+MATMUL_PACKED = "matmul_packed"  # kernels/matmul.py, B in column panels: m n nr / k, into c[M, N/R, R]
 QGEMM = "qgemm"  # kernels/quantized_fast.py: integer GEMM, m nb nl / k4 j (+ panel, write-back)
 QGEMM_TILE_ATTR = "tloop.qgemm_tile"  # a qgemm kernel's register tile: array<i64: rows, 16-lane vectors>
 # the int8 dot kernels' s8 weight values (as packed, padding aside), array<i64: min, max>:
@@ -54,6 +55,7 @@ FORM_LOOPS: dict[str, tuple[str, ...]] = {
     CONV2D_NCHWC: ("n", "ocb", "oh", "ow", "oc", "icb", "kh", "kw", "ic"),
     POOL2D_NCHWC: ("n", "cb", "oh", "ow"),
     MATMUL: ("m", "n", "k"),
+    MATMUL_PACKED: ("m", "n", "nr", "k"),
     QGEMM: ("m", "nb", "nl", "k4", "j", "z_m", "z_n"),
     ATTENTION: ("b", "h", "i", "sd", "sr", "sj", "sm", "se", "pj", "pr", "pd"),
     QCONV2D_NCHWC: ("n", "ocbo", "oh", "icb", "kh", "kw", "ic4", "tb", "t", "nl", "j"),
@@ -69,6 +71,7 @@ FORM_BUFFERS: dict[str, tuple[str, ...]] = {
     CONV2D_NCHWC: ("out",),
     POOL2D_NCHWC: (),
     MATMUL: ("a", "b", "out"),
+    MATMUL_PACKED: ("a", "b", "c"),
     QGEMM: ("acc", "ap", "wp"),
     ATTENTION: ("kt", "vp", "s", "acc", "stat"),
     QCONV2D_NCHWC: ("acc", "wp"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from xdsl.dialects import arith, scf
 
 from dlc.dialects.tloop import ForOp, YieldOp
-from dlc.lowering.schedule.affine import Digit, accesses, written_buffers
+from dlc.lowering.schedule.affine import Affine, Digit, accesses, written_buffers
 from dlc.lowering.schedule.loop_nest import (
     KernelLoops,
     LoopHeader,
@@ -236,20 +236,29 @@ def fuse(s: KernelLoops, outer, inner, name: str | None = None) -> ForOp:
 
 
 def _sibling_index_dim(acc_index, loop: ForOp, inside: ForOp):
-    """Per dimension: (coef, rest key) when the dim is ``coef*iv(loop) + rest`` with `rest`
-    made only of values that do not change inside `inside`; None otherwise."""
+    """Per dimension: (coef, rest key) when the dim is ``coef*iv(loop) + inner + rest`` with
+    `rest` made only of values that do not change inside `inside` and `inner` (digits of
+    loops inside it) spanning less than one step of ``coef*iv`` (a panel's column
+    ``n * R + nr``, nr < R): equal elements then still mean equal iterations of `loop`;
+    None otherwise."""
     out = []
     for dim in acc_index:
         coef = 0
         ok = True
         rest = {}
+        inner = {}
         for key, c in dim.terms.items():
             if isinstance(key, Digit) and key.loop is loop and key.part == "iv":
                 coef = c
-            elif isinstance(key, Digit) and (key.loop is loop or inside.is_ancestor(key.loop)):
+            elif isinstance(key, Digit) and key.loop is not loop and inside.is_ancestor(key.loop):
+                inner[key] = c
+            elif isinstance(key, Digit) and key.loop is loop:
                 ok = False
             else:
                 rest[(id(key.loop), key.part, key.divisor) if isinstance(key, Digit) else id(key)] = c
+        if inner and ok:
+            lo, hi = Affine(inner).range_over({id(d.loop) for d in inner})
+            ok = coef != 0 and hi - lo < abs(coef) * loop.stride
         out.append((coef, frozenset(rest.items()), dim.const) if ok else None)
     return out
 

@@ -15,11 +15,12 @@ from xdsl.ir import SSAValue
 from dlc.dialects.tloop import ForOp
 
 
-def constant_fill(kernel: func.FuncOp) -> tuple[ForOp, list[ForOp], SSAValue] | None:
+def constant_fill(kernel: func.FuncOp, out: SSAValue | None = None) -> tuple[ForOp, list[ForOp], SSAValue] | None:
     """(the fill nest, the other top-level nests, the stored constant) when the kernel's
-    first top-level nest only stores one kernel-level constant into ``out`` and other
-    nests follow it; else None."""
-    out = kernel.body.block.args[-1]
+    first top-level nest only stores one kernel-level constant into ``out`` (default: the
+    kernel's last argument; or a view of it the kernel writes through) and other nests
+    follow it; else None."""
+    out = kernel.body.block.args[-1] if out is None else out
     nests = [op for op in kernel.body.block.ops if isinstance(op, ForOp)]
     if len(nests) < 2:
         return None

@@ -13,6 +13,7 @@ from xdsl.dialects.builtin import IntegerAttr, IntegerType, StringAttr, i32, i64
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
 from dlc.dialects import tloop
+from dlc.dialects.tloop import VECTOR_LANES_ATTR
 from dlc.lowering.to_llvm.function import (
     STATUS_EXTERNAL_BASE,
     LOOP_ATTR,
@@ -54,7 +55,9 @@ def lower_for(lo: FunctionLowering, op: tloop.ForOp) -> None:
             # a libm call cannot be vectorized: a hint would only make LLVM print a remark
             hints.pop(LOOP_ATTR)
         else:
-            hints[VECTOR_WIDTH_ATTR] = IntegerAttr(_vector_width(op), i64)
+            lanes = op.attributes.get(VECTOR_LANES_ATTR)
+            width = lanes.value.data if isinstance(lanes, IntegerAttr) else _vector_width(op)
+            hints[VECTOR_WIDTH_ATTR] = IntegerAttr(width, i64)
             if "dlc.strided_vector" in op.attributes:
                 # a pool's strided interior (defaults_elementwise.STRIDED_VECTOR_ATTR): often
                 # under 16 iterations, which LLVM leaves scalar when it needs alias checks

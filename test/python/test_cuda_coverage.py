@@ -114,8 +114,9 @@ def ptxas(ptx: str, tmp_path) -> None:
 def test_every_graph_op_has_a_gpu_case():
     # constant and weight have no kernel of their own: the CNNs below cover them. The
     # blocked int8 convs are built only by the CPU pipeline's alter-op-layout (not in
-    # GPU_GRAPH_PASSES) for the x86 vpdpbusd / lane kernels, with constant weights
-    cpu_only = {"graph.qconv2d_nchwc", "graph.qdepthwise_conv2d_nchwc"}
+    # GPU_GRAPH_PASSES) for the x86 vpdpbusd / lane kernels, with constant weights; the
+    # panel-packed matmul only by the CPU pipeline's pack-matmul-weights (its register tile)
+    cpu_only = {"graph.qconv2d_nchwc", "graph.qdepthwise_conv2d_nchwc", "graph.matmul_packed"}
     assert "alter-op-layout" not in GPU_GRAPH_PASSES
     expected = {op.name for op in GRAPH_OPS} - {"graph.constant", "graph.weight"} - cpu_only
     assert sorted(expected - covered_op_names()) == []

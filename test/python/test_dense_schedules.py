@@ -205,3 +205,25 @@ def test_distribute_needs_two_statements():
     module = Parser(make_context(), INIT_ACC).parse_module()
     with pytest.raises(ScheduleError, match="fewer than two statements"):
         Schedule.of(module, "k").distribute("j")
+
+
+@pytest.mark.parametrize("target,lanes", [("x86-64-v4", 16), ("x86-64-v3", 8)])
+def test_matrix_vector_columns_take_the_targets_vector_width(target, lanes):
+    """The skinny (few rows) schedule's column loop streams B: it states the target's full
+    vector width (dlc.vector_lanes; zmm loads on AVX-512), which the LLVM lowering turns
+    into its vectorize width; other loops keep the generic 32-byte default."""
+    from xdsl.dialects.builtin import IntegerAttr
+
+    from dlc.dialects.tloop import VECTOR_LANES_ATTR, ForOp
+    from dlc.driver import lower_to_llvm_dialect
+    from dlc.lowering.to_llvm.function import VECTOR_WIDTH_ATTR
+
+    module = loop_module(matmul_src((1, 64), (64, 512)))
+    kernel = kernel_of(module, "matmul")
+    assert apply_form_schedule(kernel, Target.from_string(target))
+    marked = [op for op in kernel.walk() if isinstance(op, ForOp) and VECTOR_LANES_ATTR in op.attributes]
+    assert [loop_name(op) for op in marked] == ["nn"] and marked[0].loop_kind == "vectorized"
+    assert marked[0].attributes[VECTOR_LANES_ATTR] == IntegerAttr(lanes, 64)
+    lower_to_llvm_dialect(module, target=Target.from_string(target))
+    widths = {op.attributes[VECTOR_WIDTH_ATTR].value.data for op in module.walk() if VECTOR_WIDTH_ATTR in op.attributes}
+    assert lanes in widths

@@ -420,6 +420,9 @@ CASES = [
      {"kernel": [2, 2], "strides": [2, 2], "x_scale": [0.1], "x_zero_point": [7], "y_scale": [0.1], "y_zero_point": [7]},
      lambda x: (np.vectorize(lambda t: int(t + 2) // 4 if t >= 0 else -(int(-t + 2) // 4))(
          (x[:, :, :4, :4].astype(np.int64) - 7).reshape(1, 2, 2, 2, 2, 2).sum(axis=(3, 5))) + 7).astype(np.uint8)),
+    # B [K, N] = [5, 6] in panels of 3 columns: bp[p, k, r] = B[k, 3p + r] (pack-matmul-weights)
+    ("matmul_packed", g.MatmulPackedOp, [rand(1, 7, 5), rand(2, 5, 3)], {},
+     lambda a, bp: onnx_run("MatMul", [a, bp.transpose(1, 0, 2).reshape(5, 6)], {}, opset=13)),
 ]
 
 

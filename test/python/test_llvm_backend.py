@@ -344,12 +344,15 @@ builtin.module {
 
 
 def test_host_with_weights_arena_view_and_scratch():
-    w = RNG.standard_normal((7, 3)).astype(np.float32)
+    from dlc.runtime.native import aligned
+
+    w = aligned(RNG.standard_normal((7, 3)).astype(np.float32))
     b = RNG.standard_normal(3).astype(np.float32)
     m = build(MATMUL_HOST, {"fc.weight": w, "fc.bias": b})
     x = RNG.standard_normal((5, 7)).astype(np.float32)
     np.testing.assert_allclose(m(x)[0], x @ w + b, rtol=RTOL, atol=1e-6)
-    # weights are bound by address, not copied: a change is seen by the next call
+    # 64-byte aligned weights are bound by address, not copied: a change is seen by the
+    # next call
     w[0, 0] += 1.0
     np.testing.assert_allclose(m(x)[0], x @ w + b, rtol=RTOL, atol=1e-6)
     assert m.input_specs == [("x", (5, 7), np.dtype(np.float32))]

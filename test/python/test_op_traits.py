@@ -41,7 +41,8 @@ ADDED_ELEMENTWISE = {"graph.softsign"}
 ADDED_LAYOUT_FREE_UNARY = ("graph.softsign",)
 ADDED_LAYOUT_FREE_BINARY = ("graph.qadd",)  # int8 residuals of a blocked chain
 # fuse-ops
-DENSE_PRODUCERS = ("graph.conv2d", "graph.matmul", "graph.conv2d_nchwc", "graph.depthwise_conv2d_nchwc")
+DENSE_PRODUCERS = ("graph.conv2d", "graph.matmul", "graph.conv2d_nchwc", "graph.depthwise_conv2d_nchwc",
+                   "graph.matmul_packed")
 OTHER_PRODUCERS = ("graph.max_pool2d", "graph.avg_pool2d", "graph.reduce_sum", "graph.reduce_mean",
                    "graph.reduce_max", "graph.reduce_min", "graph.reduce_prod",
                    "graph.max_pool2d_nchwc", "graph.avg_pool2d_nchwc")

@@ -175,3 +175,29 @@ def test_load_errors_are_one_line(tmp_path):
 
     with pytest.raises(DlcRuntimeError, match="no dlc checksum trailer"):
         load(libgomp_path())
+
+
+def test_outputs_and_bound_weights_are_64_byte_aligned():
+    """numpy puts a large array 16 bytes past a 64-byte boundary: every zmm access of such
+    a buffer spans two cache lines. The runtime allocates outputs aligned and the JIT binds
+    an aligned copy of a misaligned weight (the weight's values, not its address)."""
+    from dlc.runtime.native import aligned, aligned_empty
+
+    for shape, dtype in (((3, 257), np.float32), ((0,), np.float32), ((5,), np.int8), ((), np.float64)):
+        out = aligned_empty(shape, dtype)
+        assert out.shape == shape and out.dtype == dtype and out.flags.c_contiguous and out.flags.writeable
+        assert out.ctypes.data % 64 == 0 or out.size == 0  # (no data to align)
+    raw = np.arange(1 << 20, dtype=np.float32)
+    misaligned = raw[4:4 + 1000]  # 16 bytes past wherever raw starts
+    copy = aligned(misaligned)
+    assert copy.ctypes.data % 64 == 0 and np.array_equal(copy, misaligned)
+    ok = aligned_empty((8,), np.float32)
+    assert aligned(ok) is ok
+    module = Parser(make_context(), MODEL).parse_module()
+    w = np.arange(4 + 257, dtype=np.float32)[4:]  # a misaligned view: bound as a copy
+    attach(module, WeightStore({"scale": w}))
+    m = compile(module)
+    x = RNG.standard_normal((3, 257)).astype(np.float32)
+    scaled, negated = m(x)
+    assert scaled.ctypes.data % 64 == 0 and negated.ctypes.data % 64 == 0
+    np.testing.assert_allclose(scaled, x * w, rtol=1e-6)

@@ -1,4 +1,4 @@
-// Verifier rules of matmul, dense, det, conv, pooling (2-D and N-D) and normalization,
+// Verifier rules of matmul, matmul_packed, dense, det, conv, pooling (2-D and N-D) and normalization,
 // one per chunk.
 // RUN: dlc-opt --split-input-file --verify-diagnostics %s
 
@@ -21,6 +21,38 @@ func.func @f(%a: tensor<2x3xf32>, %b: tensor<4x5xf32>) {
 func.func @f(%a: tensor<2x2x3xf32>, %b: tensor<5x3x4xf32>) {
   // expected-error @+1 {{graph.matmul: shapes 2 and 5 are not broadcast-compatible}}
   %0 = graph.matmul %a, %b : (tensor<2x2x3xf32>, tensor<5x3x4xf32>) -> tensor<2x2x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%a: tensor<2x7x5xf32>, %bp: tensor<2x5x3xf32>) {
+  // expected-error @+1 {{graph.matmul_packed: lhs must be [1.., M, K] (leading dims 1), got shape [2, 7, 5]}}
+  %0 = graph.matmul_packed %a, %bp : (tensor<2x7x5xf32>, tensor<2x5x3xf32>) -> tensor<2x7x6xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%a: tensor<7x5xf32>, %b: tensor<5x6xf32>) {
+  // expected-error @+1 {{graph.matmul_packed: rhs must be column panels [N / R, K, R], got shape [5, 6]}}
+  %0 = graph.matmul_packed %a, %b : (tensor<7x5xf32>, tensor<5x6xf32>) -> tensor<7x6xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%a: tensor<7x4xf32>, %bp: tensor<2x5x3xf32>) {
+  // expected-error @+1 {{graph.matmul_packed: contraction dims differ: lhs has K=4, rhs panels have K=5}}
+  %0 = graph.matmul_packed %a, %bp : (tensor<7x4xf32>, tensor<2x5x3xf32>) -> tensor<7x6xf32>
+  func.return
+}
+
+// -----
+
+func.func @f(%a: tensor<7x5xi32>, %bp: tensor<2x5x3xi32>) {
+  // expected-error @+1 {{graph.matmul_packed: operand element type i32 is not float}}
+  %0 = graph.matmul_packed %a, %bp : (tensor<7x5xi32>, tensor<2x5x3xi32>) -> tensor<7x6xi32>
   func.return
 }
 

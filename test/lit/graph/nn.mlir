@@ -1,4 +1,4 @@
-// Round trips of the neural-network ops (matmul, dense, det, conv, 2-D and N-D pooling,
+// Round trips of the neural-network ops (matmul, matmul_packed, dense, det, conv, 2-D and N-D pooling,
 // normalization, softmax): custom -> print -> parse -> print, and custom -> generic ->
 // custom, are exact.
 // RUN: dlc-opt %s | dlc-opt | filecheck %s
@@ -20,6 +20,17 @@ func.func @linear(%a: tensor<7x3xf32>, %b: tensor<3x5xf32>, %ba: tensor<2x1x3x5x
   %3 = graph.matmul %v, %v : (tensor<5xf32>, tensor<5xf32>) -> tensor<f32>
   %4 = graph.dense %x, %w, %bias : (tensor<4x16xf32>, tensor<10x16xf32>, tensor<10xf32>) -> tensor<4x10xf32>
   %5 = graph.dense %x, %w : (tensor<4x16xf32>, tensor<10x16xf32>) -> tensor<4x10xf32>
+  func.return
+}
+
+// CHECK-LABEL: func.func @packed(%a: tensor<1x7x5xf32>, %a2: tensor<4x5xf32>, %bp: tensor<2x5x3xf32>) {
+// CHECK-NEXT:  %0 = graph.matmul_packed %a, %bp : (tensor<1x7x5xf32>, tensor<2x5x3xf32>) -> tensor<1x7x6xf32>
+// CHECK-NEXT:  %1 = graph.matmul_packed %a2, %bp : (tensor<4x5xf32>, tensor<2x5x3xf32>) -> tensor<4x6xf32>
+// CHECK-NEXT:  func.return
+// CHECK-NEXT:  }
+func.func @packed(%a: tensor<1x7x5xf32>, %a2: tensor<4x5xf32>, %bp: tensor<2x5x3xf32>) {
+  %0 = graph.matmul_packed %a, %bp : (tensor<1x7x5xf32>, tensor<2x5x3xf32>) -> tensor<1x7x6xf32>
+  %1 = graph.matmul_packed %a2, %bp : (tensor<4x5xf32>, tensor<2x5x3xf32>) -> tensor<4x6xf32>
   func.return
 }
 
