@@ -112,6 +112,7 @@ FLOPS: dict[type, Callable[[Operation], int]] = {
     g.Conv2DNCHWcOp: _conv2d_nchwc,
     g.ConvTranspose2DOp: _conv_transpose2d,
     g.MatmulOp: _matmul,
+    g.MatmulPackedOp: _matmul,
     g.DenseOp: _matmul,
     g.AttentionOp: _attention,
     g.QConv2DOp: _qconv2d,

@@ -186,6 +186,18 @@ def test_cost_model_counts_conv_matmul_and_elementwise():
     assert not reshapes or op_flops(reshapes[0]) is None  # data movement: not counted
 
 
+def test_cost_model_counts_packed_matmuls():
+    from dlc.driver import load_module
+
+    module = load_module("""
+func.func @main(%a: tensor<1x7x5xf32>, %bp: tensor<2x5x3xf32>) -> tensor<1x7x6xf32> {
+  %c = graph.matmul_packed %a, %bp : (tensor<1x7x5xf32>, tensor<2x5x3xf32>) -> tensor<1x7x6xf32>
+  func.return %c : tensor<1x7x6xf32>
+}""")
+    (op,) = [op for op in module.walk() if op.name == "graph.matmul_packed"]
+    assert op_flops(op) == 2 * 7 * 6 * 5
+
+
 def test_cli_run_profile_writes_a_trace_and_prints_the_table(tmp_path):
     trace = tmp_path / "trace.json"
     proc = subprocess.run([sys.executable, "-m", "dlc.tools.dlc_cli", "run", SMALL_CNN, "--repeat", "3",
@@ -223,7 +235,8 @@ def test_transformer_encoder_profile_adds_up():
     with torch.no_grad():
         np.testing.assert_allclose(compiled(x.numpy())[0], model(x).numpy(), rtol=1e-4, atol=1e-5)
     profile = check_profile(compiled, [x.numpy()], repeat=20)
-    assert any(row.form == "matmul" and row.flops for row in profile.rows())
+    # the weights' products run packed (pack-matmul-weights), counted as matmuls
+    assert any(row.form == "matmul_packed" and row.flops for row in profile.rows())
     print(profile.table())
 
 
