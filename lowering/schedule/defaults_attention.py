@@ -13,6 +13,12 @@ Written with the schedule primitives only::
           for pj: for pd              pd vectorized: acc[d] += p[j] * v[j, d] (FMA)
         o                             vectorized acc / l
 
+Each product accumulates in a register tile of its own (``s_tile_sd`` around ``sd``,
+``acc_tile_pj`` around ``pj``: copied in before, out after, the columns one vector), which
+LLVM keeps in registers; in ``s`` / ``acc`` themselves every FMA's result went back to the
+stack (ViT-Base width, 197 tokens: the kernel 7.4 -> 5.6 ms per run on 1 thread). Vectorized
+loops take the target's full vector width (``dlc.vector_lanes``).
+
 Only the mul + add of the two products (loops sd/sj and pj/pd) contract into FMAs;
 the scale, mask and exp keep their roundings. Loops a check cannot prove safe to
 vectorize (a stride that is not 1 under the op's perms, a tail shorter than two
@@ -23,7 +29,9 @@ from __future__ import annotations
 
 from xdsl.dialects import arith
 
-from dlc.dialects.tloop import ForOp
+from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i64
+
+from dlc.dialects.tloop import VECTOR_LANES_ATTR, ForOp
 from dlc.lowering.kernels.forms import ATTENTION
 from dlc.lowering.schedule.annotate import vectorize_problem
 from dlc.lowering.schedule.core import Schedule, enclosing_loops, loop_name
@@ -62,16 +70,50 @@ def schedule_attention(s: Schedule, target: Target, config: dict | None = None) 
         top = s.parallel(top)
     if config["vectorize"]:
         rfactor_reductions(s.kernel, [top])  # sm / se: vector-wide partial max and sum
+        lanes = IntegerAttr(max(1, target.vector_bits // 32), i64)
         for loop in [op for op in top.walk() if isinstance(op, ForOp)]:
             if (loop.loop_kind == "serial" and not inner_loops(loop) and loop.trip_count >= 2
                     and vectorize_problem(loop) is None):
                 s.vectorize(loop)
+                loop.attributes[VECTOR_LANES_ATTR] = lanes
     for loop in [op for op in top.walk() if isinstance(op, ForOp)]:
         if loop_name(loop).rstrip("0123456789") in ROW_LOOPS and loop.loop_kind == "serial":
             s.unroll(loop)  # the register tile's rows
+    _register_tiles(s, target)
     for op in s.kernel.walk():
         if isinstance(op, (arith.MulfOp, arith.AddfOp)) and any(
                 loop_name(loop).rstrip("0123456789") in PRODUCT_LOOPS
                 for loop in enclosing_loops(op)[-1:]):
             op.properties["fastmath"] = CONTRACT
     return True
+
+
+def _register_tiles(s: Schedule, target: Target) -> None:
+    """Each product's accumulators (the score block ``s`` around ``sd``, the ``acc`` chunk
+    around ``pj``) in a tile buffer of their own, copied in before the reduction loop and
+    out after it: its indices are constants once the rows are unrolled and the columns
+    are one vector (``dlc.whole_vector``), so LLVM keeps it in registers. Accumulating in
+    ``s`` / ``acc`` themselves (also read by the softmax loops) stored every FMA's result
+    back to the stack (ViT: half the score loop's time)."""
+    lanes = max(1, target.vector_bits // 32)
+    for loop in [op for op in s.kernel.walk() if isinstance(op, ForOp)]:
+        name = loop_name(loop)
+        base = name.rstrip("0123456789")
+        if base not in ("sd", "pj") or loop.loop_kind != "serial":
+            continue
+        columns = [op for op in loop.walk() if isinstance(op, ForOp)
+                   and loop_name(op).rstrip("0123456789") in PRODUCT_LOOPS]
+        if not columns or any(c.loop_kind != "vectorized" or c.trip_count not in (lanes, 2 * lanes, 4 * lanes)
+                              for c in columns):
+            continue
+        tile = f"{'s' if base == 'sd' else 'acc'}_tile_{name}"
+        # a one-trip loop around the reduction: the tile's copies go around all of it
+        s.split(loop, loop.trip_count, f"{name}_t", f"{name}_r")
+        s.cache_write("s" if base == "sd" else "acc", f"{name}_t", tile)
+        for c in columns:
+            c.attributes["dlc.whole_vector"] = UnitAttr()
+        for copy in [op for op in s.kernel.walk() if isinstance(op, ForOp) and loop_name(op).startswith(tile)]:
+            if not inner_loops(copy) and vectorize_problem(copy) is None:
+                s.vectorize(copy)
+                if copy.trip_count in (lanes, 2 * lanes, 4 * lanes):
+                    copy.attributes["dlc.whole_vector"] = UnitAttr()

@@ -42,6 +42,9 @@ CASES = [
     (1, 3, 13, 7, 64, 5, None, (0, 1, 2, 3), (0, 1, 3, 2), (0, 2, 1, 3), (0, 1, 2, 3)),
     # keys 0..31 (the first block) masked with -inf for row 0..3: the guarded exp shift
     (1, 1, 7, 40, 8, 8, "block", (0, 2, 1, 3), (0, 2, 1, 3), (0, 2, 1, 3), (0, 2, 1, 3)),
+    # ViT's 197 rows and keys (a 1-row tail, a 5-key block tail) and 48 value features (a
+    # 32-wide register tile chunk and a 16-wide one)
+    (1, 2, 197, 197, 64, 48, "causal", (0, 2, 1, 3), (0, 2, 1, 3), (0, 2, 1, 3), (0, 2, 1, 3)),
 ]
 
 
@@ -164,3 +167,27 @@ def test_long_sequence_keeps_the_written_out_form():
     for name in ("legalize", "fold-constant", "fuse-attention"):
         load_pass(name)().apply(make_context(), module)
     assert "graph.attention" in [o.name for o in module.walk()]
+
+
+def test_products_accumulate_in_register_tiles():
+    """The score block and the P V chunk accumulate in tiles of their own around their
+    reduction loops (schedule_attention's _register_tiles), whose columns are one vector."""
+    from dlc.dialects.tloop import ForOp
+    from dlc.driver import lower_to_loops_pass, run_pass, schedule_pass
+    from dlc.lowering.schedule.core import loop_name
+
+    b, h, s_, d = 1, 2, 64, 64
+    t = _t([b, s_, h, d])
+    perm = "array<i64: 0, 2, 1, 3>"
+    text = f"""func.func @main(%q: {t}, %k: {t}, %v: {t}) -> {t} {{
+  %o = graph.attention %q, %k, %v {{scale = 0.125 : f32, q_perm = {perm}, k_perm = {perm}, v_perm = {perm}, out_perm = {perm}}} : ({t}, {t}, {t}) -> {t}
+  func.return %o : {t}
+}}"""
+    module = parse_module(make_context(), text, "<test>")
+    run_pass(lower_to_loops_pass(), module)
+    run_pass(schedule_pass(), module)
+    kernel = next(op for op in module.ops if "attention" in getattr(getattr(op, "sym_name", None), "data", ""))
+    names = {op.memref.name_hint for op in kernel.walk() if op.name == "memref.alloca"}
+    assert {"s_tile_sd", "acc_tile_pj"} <= names, names
+    loops = {loop_name(op): op for op in kernel.walk() if isinstance(op, ForOp)}
+    assert "dlc.whole_vector" in loops["sj"].attributes and "dlc.whole_vector" in loops["pd"].attributes
