@@ -8,9 +8,10 @@ that layout on every call: 10-20% of a transformer's or an LSTM's 64-197-row pro
 this kind of host (onnxruntime's MatMul with a constant B against one with B as an input,
 1 thread: 128 x 3072 x 768 252 against 211 GFLOP/s).
 
-Rewritten only where it pays and the packed schedule applies: f32, a's leading dims all 1
-(a 2-D product), at least ``min-rows`` rows (fewer: the matrix-vector schedule streams B
-row-major as it is), N a multiple of R (``panel``: the target's register tile width,
+Rewritten only where it pays and the packed schedule applies: f32, at least ``min-rows``
+rows (fewer: the matrix-vector schedule streams B row-major as it is; a's leading dims
+count: a batch ``[B, M, K]`` becomes one ``[B * M, K]`` product between two reshapes, which
+are views), N a multiple of R (``panel``: the target's register tile width,
 ``Target.matmul_register_tile``; by default the host's). Other matmuls are left alone. A weight used by several
 matmuls is packed once; the plain weight is dropped from the store when nothing else
 reads it.
@@ -26,6 +27,7 @@ reads it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -54,9 +56,10 @@ def packable(op: g.MatmulOp, panel: int, min_rows: int) -> bool:
     a, b = a_t.get_shape(), b_t.get_shape()
     if str(a_t.element_type) != "f32" or str(b_t.element_type) != "f32":
         return False
-    if len(a) < 2 or len(b) != 2 or any(d != 1 for d in a[:-2]):
+    if len(a) < 2 or len(b) != 2:
         return False
-    return a[-2] >= min_rows and b[1] % panel == 0 and b[1] >= panel and b[0] >= 2
+    rows = math.prod(a[:-1])
+    return rows >= min_rows and b[1] % panel == 0 and b[1] >= panel and b[0] >= 2
 
 
 def _weight_names(module: ModuleOp) -> set[str]:
@@ -102,8 +105,17 @@ class PackMatmulWeightsPass(ModulePass):
             weight = g.WeightOp.make_named(packed[key], wp_type)
             weight.location = source.location
             Rewriter.insert_op(weight, InsertPoint.before(mm))
-            new = g.MatmulPackedOp.make(mm.operands[0], weight.results[0])
+            lhs = mm.operands[0]
+            *lead, rows, _ = lhs.type.get_shape()
+            if any(d != 1 for d in lead):  # a batch of rows: one [B * M, K] product (views)
+                flat = g.ReshapeOp.make(lhs, shape=[math.prod(lead) * rows, k])
+                Rewriter.insert_op(flat, InsertPoint.before(mm))
+                lhs = flat.results[0]
+            new = g.MatmulPackedOp.make(lhs, weight.results[0])
             new.location = mm.location
+            if lhs is not mm.operands[0]:
+                Rewriter.insert_op(new, InsertPoint.before(mm))
+                new = g.ReshapeOp.make(new.results[0], shape=list(mm.results[0].type.get_shape()))
             new.results[0].name_hint = mm.results[0].name_hint
             Rewriter.replace_op(mm, new)
             if not source.results[0].uses:

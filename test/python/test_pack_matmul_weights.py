@@ -27,11 +27,12 @@ def test_pack_columns_layout():
         for k in range(5):
             np.testing.assert_array_equal(bp[p, k], b[k, 3 * p:3 * p + 3])
 
-def _model(m: int, k: int, n: int, epilogue: str = "none", lead: bool = True, shared: bool = False):
-    """x [1, m, k] (or [m, k]) @ W [k, n] (+ bias, then relu / gelu-tanh)."""
+def _model(m: int, k: int, n: int, epilogue: str = "none", lead: bool = True, shared: bool = False,
+           batch: int = 1):
+    """x [batch, m, k] (or [m, k]) @ W [k, n] (+ bias, then relu)."""
     w = RNG.standard_normal((k, n)).astype(np.float32)
     bias = RNG.standard_normal(n).astype(np.float32)
-    x_shape = (1, m, k) if lead else (m, k)
+    x_shape = (batch, m, k) if lead else (m, k)
     y_shape = x_shape[:-1] + (n,)
     nodes = [helper.make_node("MatMul", ["x", "W"], ["t"])]
     last = "t"
@@ -89,6 +90,15 @@ def test_shared_weight_is_packed_once_and_2d_lhs():
     y, y2 = dlc.compile(model, num_threads=2)(x)
     np.testing.assert_allclose(y, want, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(y2, x.astype(np.float64) @ w, rtol=1e-4, atol=1e-3)
+
+def test_batched_lhs_is_one_packed_product():
+    """[3, 37, 64] @ [64, 96] + bias, relu: one [111, 64] packed product between reshapes."""
+    model, x, want, _ = _model(37, 64, 96, "relu", batch=3)
+    module = _graph_after_passes(model)
+    (packed,) = [op for op in module.walk() if isinstance(op, g.MatmulPackedOp)]
+    assert packed.operands[0].type.get_shape() == (111, 64)
+    np.testing.assert_allclose(dlc.compile(model, num_threads=2)(x)[0], want, rtol=1e-4, atol=1e-3)
+
 
 def test_few_rows_and_odd_columns_stay_plain():
     for m, n in ((3, 64), (8, 33)):
