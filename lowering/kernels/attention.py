@@ -84,7 +84,9 @@ def lower_attention(op: GraphOp, name: str) -> func.FuncOp:
         return buf
 
     with kb.loops(["b", "h"], [b_n, h_n]) as (ib, ih):
-        kt, vp = alloca([dh, sk], "kt"), alloca([sk, dv], "vp")
+        # kt's rows padded to whole 64-byte lines: a key block's vector loads then stay
+        # line-aligned (197 keys: rows 788 bytes apart split every load in two)
+        kt, vp = alloca([dh, -(-sk // 16) * 16], "kt"), alloca([sk, dv], "vp")
         s, acc, stat = alloca([rows, block], "s"), alloca([rows, dv], "acc"), alloca([rows, 4], "stat")
         with kb.loop("pk_j", sk) as j:
             with kb.loop("pk_d", dh) as d:
