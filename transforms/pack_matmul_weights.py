@@ -1,7 +1,7 @@
 """pack-matmul-weights: a matmul whose rhs is a constant matrix reads it pre-packed.
 
 ``graph.matmul %a, %w`` with ``%w`` a constant ``[K, N]`` (a weight or a constant) becomes
-``graph.matmul_packed %a, %wp`` with ``%wp = [N / R, K, R]``: the R-column panels the
+``graph.matmul_packed %a, %wp`` with ``%wp = [ceil(N / R), K, R]``: the R-column panels the
 blocked GEMM's register tile reads (TVM's ``dense_pack`` weight layout, onnxruntime's
 prepacked MatMul B), packed once here at compile time. Without it the GEMM copies B into
 that layout on every call: 10-20% of a transformer's or an LSTM's 64-197-row products on
@@ -12,7 +12,9 @@ Rewritten only where it pays and the packed schedule applies: f32, at least ``mi
 rows (fewer: the matrix-vector schedule streams B row-major as it is; a's leading dims
 count: a batch ``[B, M, K]`` becomes one ``[B * M, K]`` product between two reshapes, which
 are views), N a multiple of R (``panel``: the target's register tile width,
-``Target.matmul_register_tile``; by default the host's). Other matmuls are left alone. A weight used by several
+``Target.matmul_register_tile``; by default the host's) or at least MIN_PANELS panels (the
+last one zero-padded, its extra columns cut off the product by a graph.slice: the LSTM LM's
+1000-word head, 31 panels and 8 columns). Other matmuls are left alone. A weight used by several
 matmuls is packed once; the plain weight is dropped from the store when nothing else
 reads it.
 
@@ -43,6 +45,12 @@ from dlc.target import Target
 from dlc.weights import store_of
 
 
+# N % R columns left over: the last panel zero-padded, its extra columns sliced off the
+# product (a copy of the output); only with at least this many panels (a narrow product keeps
+# the plain schedule's narrow tiles rather than compute up to R - 1 zero columns)
+MIN_PANELS = 4
+
+
 def _constant(value: SSAValue) -> Operation | None:
     owner = value.owner
     return owner if isinstance(owner, (g.WeightOp, g.ConstantOp)) else None
@@ -59,7 +67,8 @@ def packable(op: g.MatmulOp, panel: int, min_rows: int) -> bool:
     if len(a) < 2 or len(b) != 2:
         return False
     rows = math.prod(a[:-1])
-    return rows >= min_rows and b[1] % panel == 0 and b[1] >= panel and b[0] >= 2
+    whole = b[1] % panel == 0 and b[1] >= panel
+    return rows >= min_rows and b[0] >= 2 and (whole or b[1] >= MIN_PANELS * panel)
 
 
 def _weight_names(module: ModuleOp) -> set[str]:
@@ -101,7 +110,7 @@ class PackMatmulWeightsPass(ModulePass):
                 base = source.weight_name.data if isinstance(source, g.WeightOp) else "const"
                 packed[key] = store.add(f"{base}.packed{panel}", pack_columns(source.array(), panel))
             k, n = mm.operands[1].type.get_shape()
-            wp_type = tensor_type([n // panel, k, panel], mm.operands[1].type.element_type)
+            wp_type = tensor_type([-(-n // panel), k, panel], mm.operands[1].type.element_type)
             weight = g.WeightOp.make_named(packed[key], wp_type)
             weight.location = source.location
             Rewriter.insert_op(weight, InsertPoint.before(mm))
@@ -113,6 +122,10 @@ class PackMatmulWeightsPass(ModulePass):
                 lhs = flat.results[0]
             new = g.MatmulPackedOp.make(lhs, weight.results[0])
             new.location = mm.location
+            if n % panel:  # the zero columns of the last panel cut off
+                Rewriter.insert_op(new, InsertPoint.before(mm))
+                rank = len(new.results[0].type.get_shape())
+                new = g.SliceOp.make(new.results[0], starts=[0], ends=[n], axes=[rank - 1])
             if lhs is not mm.operands[0]:
                 Rewriter.insert_op(new, InsertPoint.before(mm))
                 new = g.ReshapeOp.make(new.results[0], shape=list(mm.results[0].type.get_shape()))

@@ -108,9 +108,13 @@ class MatmulPackedOp(GraphOp):
 
 
 def pack_columns(b: np.ndarray, panel: int) -> np.ndarray:
-    """``b[K, N]`` as MatmulPackedOp's panels ``[N / panel, K, panel]`` (N % panel == 0)."""
+    """``b[K, N]`` as MatmulPackedOp's panels ``[ceil(N / panel), K, panel]``; the last
+    panel's columns past N are zeros."""
     k, n = b.shape
-    return np.ascontiguousarray(b.reshape(k, n // panel, panel).transpose(1, 0, 2))
+    panels = -(-n // panel)
+    if panels * panel != n:
+        b = np.concatenate([b, np.zeros((k, panels * panel - n), b.dtype)], axis=1)
+    return np.ascontiguousarray(b.reshape(k, panels, panel).transpose(1, 0, 2))
 
 
 @irdl_op_definition

@@ -26,6 +26,10 @@ def test_pack_columns_layout():
     for p in range(2):
         for k in range(5):
             np.testing.assert_array_equal(bp[p, k], b[k, 3 * p:3 * p + 3])
+    tail = pack_columns(b[:, :5], 2)  # 5 columns: 3 panels, the last one's second column 0
+    assert tail.shape == (3, 5, 2)
+    np.testing.assert_array_equal(tail[2, :, 0], b[:, 4])
+    assert not tail[2, :, 1].any()
 
 def _model(m: int, k: int, n: int, epilogue: str = "none", lead: bool = True, shared: bool = False,
            batch: int = 1):
@@ -70,6 +74,8 @@ def _graph_after_passes(model):
     (29, 300, 96, "relu", 2),     # K blocks (fused epilogue at the last one), inner row tail
     (197, 768, 32 * 7, "bias", 1),  # ViT's rows: 24 tiles of 8 and a 5-row tail, 7 panels
     (523, 64, 64, "relu", 2),     # more rows than one block: the row tail in its own nest
+    (64, 512, 1000, "bias", 2),   # the LSTM LM's head: 31 panels and 8 columns (a padded panel)
+    (9, 20, 130, "relu", 1),      # 4 panels and 2 columns
 ])
 def test_packed_matmul_matches_numpy(m, k, n, epilogue, threads):
     model, x, want, _ = _model(m, k, n, epilogue)
@@ -100,8 +106,8 @@ def test_batched_lhs_is_one_packed_product():
     np.testing.assert_allclose(dlc.compile(model, num_threads=2)(x)[0], want, rtol=1e-4, atol=1e-3)
 
 
-def test_few_rows_and_odd_columns_stay_plain():
-    for m, n in ((3, 64), (8, 33)):
+def test_few_rows_and_narrow_odd_columns_stay_plain():
+    for m, n in ((3, 64), (8, 33), (8, 127)):
         model, x, want, _ = _model(m, 16, n, "bias")
         module = _graph_after_passes(model)
         assert not any(isinstance(op, g.MatmulPackedOp) for op in module.walk())

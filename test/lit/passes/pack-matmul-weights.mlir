@@ -47,8 +47,20 @@ func.func @batched(%xb: tensor<2x2x3xf32>) -> tensor<2x2x4xf32> {
   func.return %y : tensor<2x2x4xf32>
 }
 
+// N = 9 with panels of 2: 5 panels, the last zero-padded, the product sliced back to 9
+// CHECK-LABEL: func.func @column_tail
+// CHECK-NEXT:  %[[W:[a-z0-9_]+]] = graph.weight "{{const.packed2[_0-9]*}}" : tensor<5x3x2xf32>
+// CHECK-NEXT:  %[[P:[a-z0-9_]+]] = graph.matmul_packed %x, %[[W]] : (tensor<4x3xf32>, tensor<5x3x2xf32>) -> tensor<4x10xf32>
+// CHECK-NEXT:  %[[Y:[a-z0-9_]+]] = graph.slice %[[P]] {starts = array<i64: 0>, ends = array<i64: 9>, axes = array<i64: 1>} : (tensor<4x10xf32>) -> tensor<4x9xf32>
+// CHECK-NEXT:  func.return %[[Y]]
+func.func @column_tail(%x: tensor<4x3xf32>) -> tensor<4x9xf32> {
+  %b = graph.constant dense<2.0> : tensor<3x9xf32>
+  %y = graph.matmul %x, %b : (tensor<4x3xf32>, tensor<3x9xf32>) -> tensor<4x9xf32>
+  func.return %y : tensor<4x9xf32>
+}
+
 // left alone: 3 rows (the matrix-vector schedule reads B as it is), N not a multiple of
-// the panel, a run-time rhs, f16
+// the panel and fewer than 4 panels, a run-time rhs, f16
 // CHECK-LABEL: func.func @stay
 // CHECK-NOT:   graph.matmul_packed
 // CHECK-COUNT-4: graph.matmul %
