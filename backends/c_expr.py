@@ -319,6 +319,15 @@ class FunctionWriter:
             raise self.error(op)
 
     def binary(self, name: str, a: SSAValue, b: SSAValue) -> str:
+        if name in ("arith.shli", "arith.shrsi") and isinstance(a.type, (IntegerType, IndexType)):
+            # a shift's type is its left operand's: a literal (`1 << n`) would be a 32-bit
+            # int however wide the IR's value (an i64 `1 << 32` came out wrong: the
+            # requantize rounding term); a left shift of a negative value is undefined in
+            # C, so it shifts the unsigned bits
+            c = self.ctype(a.type)
+            if name == "arith.shli" and c != "bool":
+                return f"({c})(({utype(a.type)}){self[a]} << {self[b]})"
+            return f"(({c}){self[a]}) >> {self[b]}"
         return f"{self[a]} {BINARY[name]} {self[b]}"
 
     def float_literal(self, value: float, type_: Attribute) -> str:
