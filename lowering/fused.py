@@ -68,11 +68,14 @@ def check_group(group: Sequence[GraphOp]) -> str | None:
     if generator_for(anchor.name) is None:
         return f"no kernel for the group's first op '{anchor.name}'"
     out_type = anchor.results[0].type
+    elementwise_anchor = anchor.has_trait(Elementwise)
     earlier = {anchor.results[0]}
     for op in group[1:]:
         if not op.has_trait(Elementwise):
             return f"'{op.name}' is not an elementwise op that can be fused"
-        if not earlier.intersection(op.operands):
+        # in an elementwise group a member may read only outside values (an LSTM cell's
+        # tanh(g), fuse-ops' absorbed producers): every element is computed in one place
+        if not earlier.intersection(op.operands) and not elementwise_anchor:
             return f"'{op.name}' does not read an earlier op of its group"
         if op.results[0].type != out_type:
             return f"'{op.name}' changes the type of the group's result ({out_type})"

@@ -22,6 +22,11 @@ one result (``single_exit_region``: erf-GELU, ``x * 0.5 * (1 + erf(x / sqrt 2))`
 reads the bias add's ``x`` twice): ``matmul -> add(bias) -> GELU`` is one group,
 its epilogue a small DAG (``lowering/fused.py``).
 
+An elementwise group then absorbs the elementwise producers of its members' other
+operands whose one result it is the only user of (ungrouped ops, or the last op of another
+elementwise group): an LSTM cell's ``c' = sigmoid(f) * c + sigmoid(i) * tanh(g)`` is one
+group, not three (``_absorb_elementwise_producers``).
+
 A group is marked, readably, by a discardable attribute on each member::
 
     %y = graph.conv2d %x, %w {dlc.group = 0 : i64} : ...
@@ -271,12 +276,53 @@ def fuse_block(block: Block, dense: bool, first_id: int = 0) -> int:
                 group.append(member)
                 group_of[member] = group
             break
+    _absorb_elementwise_producers(groups, group_of, position)
     next_id = first_id
     for group in groups:
         for member in group:
             member.attributes[GROUP_ATTR] = IntegerAttr(next_id, i64)
         next_id += 1
     return next_id
+
+
+def _absorb_elementwise_producers(groups: list[list[Operation]], group_of: dict[Operation, list[Operation]],
+                                  position: dict[Operation, int]) -> None:
+    """Grow each elementwise group by the elementwise producers of its members' other
+    operands: an ungrouped op, or the last op of another elementwise group, whose one
+    result has the group's type and no other user. An LSTM cell's ``sigmoid(f) * c +
+    sigmoid(i) * tanh(g)`` was three kernels (the tanh and the ``sigmoid(i) * tanh(g)``
+    group feeding the add's group), now one per step. The group stays in program order
+    and still has one result used outside (its last op, after everything it absorbs)."""
+    changed = True
+    while changed:
+        changed = False
+        for group in groups:
+            if not is_elementwise(group[0]):
+                continue
+            out_type = group[-1].results[0].type
+            members = set(group)
+            for member in list(group):
+                for value in member.operands:
+                    producer = value.owner
+                    if (producer in members or not isinstance(producer, GraphOp) or len(producer.results) != 1
+                            or not is_elementwise(producer) or not value.has_one_use() or value.type != out_type):
+                        continue
+                    other = group_of.get(producer)
+                    if other is None:
+                        absorbed = [producer]
+                    elif other[-1] is producer and is_elementwise(other[0]):
+                        absorbed = other
+                        groups.remove(other)
+                    else:
+                        continue
+                    group.extend(absorbed)
+                    group.sort(key=position.__getitem__)
+                    for op in absorbed:
+                        group_of[op] = group
+                    members.update(absorbed)
+                    changed = True
+            if changed:
+                break
 
 
 @dataclass(frozen=True)

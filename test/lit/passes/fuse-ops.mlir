@@ -187,3 +187,33 @@ func.func @scan_cell(%h0: tensor<1x5xf32>, %xs: tensor<7x1x5xf32>, %r: tensor<5x
 // LOOPS:     func.func @scan_cell(
 // LOOPS:       scf.for
 // LOOPS:         func.call @scan_cell_{{[0-9]+}}_body_{{[0-9]+}}_matmul_add_tanh(
+
+// -----
+
+// An LSTM cell's c' = sigmoid(f) * c + sigmoid(i) * tanh(g): the tanh and the
+// sigmoid(i) * tanh(g) group are elementwise producers with one user in the add's group:
+// absorbed, one kernel. c' has two users (the yield and tanh(c')): the group's exit.
+func.func @lstm_cell(%f: tensor<1x8xf32>, %i: tensor<1x8xf32>, %g: tensor<1x8xf32>, %o: tensor<1x8xf32>, %c: tensor<1x8xf32>) -> (tensor<1x8xf32>, tensor<1x8xf32>) {
+  %si = graph.sigmoid %i : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  %sf = graph.sigmoid %f : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  %tg = graph.tanh %g : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  %fc = graph.mul %sf, %c : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+  %ig = graph.mul %si, %tg : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+  %c2 = graph.add %fc, %ig : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+  %so = graph.sigmoid %o : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  %tc = graph.tanh %c2 : (tensor<1x8xf32>) -> tensor<1x8xf32>
+  %h = graph.mul %so, %tc : (tensor<1x8xf32>, tensor<1x8xf32>) -> tensor<1x8xf32>
+  func.return %h, %c2 : tensor<1x8xf32>, tensor<1x8xf32>
+}
+// CHECK-LABEL: func.func @lstm_cell
+// CHECK-NEXT:    %si = graph.sigmoid %i {dlc.group = [[C:[0-9]+]] : i64}
+// CHECK-NEXT:    %sf = graph.sigmoid %f {dlc.group = [[C]] : i64}
+// CHECK-NEXT:    %tg = graph.tanh %g {dlc.group = [[C]] : i64}
+// CHECK-NEXT:    %fc = graph.mul %sf, %c {dlc.group = [[C]] : i64}
+// CHECK-NEXT:    %ig = graph.mul %si, %tg {dlc.group = [[C]] : i64}
+// CHECK-NEXT:    %c2 = graph.add %fc, %ig {dlc.group = [[C]] : i64}
+// CHECK-NEXT:    %so = graph.sigmoid %o {dlc.group = [[H:[0-9]+]] : i64}
+// CHECK-NEXT:    %tc = graph.tanh %c2 {dlc.group = [[H]] : i64}
+// CHECK-NEXT:    %h = graph.mul %so, %tc {dlc.group = [[H]] : i64}
+// LOOPS: func.func @lstm_cell_{{[0-9]+}}_sigmoid_sigmoid_tanh_mul_mul_add(
+// LOOPS: func.func @lstm_cell_{{[0-9]+}}_sigmoid_tanh_mul(
