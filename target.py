@@ -188,6 +188,11 @@ class Target:
         return 128
 
     @property
+    def f32_lanes(self) -> int:
+        """f32 lanes of one vector register (1: scalar code)."""
+        return max(1, self.vector_bits // 32)
+
+    @property
     def bare_metal(self) -> bool:
         """No OS under the code (a Cortex-M triple ``...-none-eabi[hf]``, or portable C):
         no heap, no threads, no calls beyond the documented libm list. lower-to-llvm's
@@ -233,7 +238,7 @@ class Target:
     def _tile_rows(self, cap: int) -> int:
         """Rows of 16 f32 accumulator columns the registers hold: r rows of 16/lanes
         vectors each, plus one row of B vectors and one A broadcast."""
-        per_row = max(1, 16 // max(1, self.vector_bits // 32))
+        per_row = max(1, 16 // self.f32_lanes)
         rows = cap
         while rows > 1 and rows * per_row + per_row + 1 > self.vector_registers:
             rows -= 1
@@ -261,7 +266,7 @@ class Target:
         10, or 4 fewer than the most (enough FMA chains for 2 pipes x 4-5 cycles of
         latency). A 16-lane block: 10-16 outputs with 32 zmm, 4-6 with 16 ymm (measured: tuned tiles of 3-6 outputs ran ResNet-50's,
         SqueezeNet's and MobileNet's convs 1.7-3x faster than 10-16 outputs on AVX2)."""
-        per_output = max(1, -(-block // max(1, self.vector_bits // 32)))
+        per_output = max(1, -(-block // self.f32_lanes))
         most = min(16, self.vector_registers - per_output - 2)
         fewest = min(10, most - 4)
         return max(1, -(-fewest // per_output)), max(1, most // per_output)

@@ -73,7 +73,7 @@ from dlc.dialects import graph as g
 from dlc.dialects.graph import _reduce_axes
 from dlc.dialects.graph_base import GraphOp, is_float, normalize_axis
 from dlc.dialects.traits import LayoutFree
-from dlc.transforms.fold_constant import FoldConstantOps, _weight_names
+from dlc.transforms.fold_constant import FoldConstantOps, weight_names
 from dlc.weights import store_of
 
 _OP_CLASSES = {op.name: op for op in g.GRAPH_OPS}
@@ -410,12 +410,12 @@ class AlterOpLayoutPass(ModulePass):
         if not ops:
             return
         store = store_of(module)
-        names_before = _weight_names(module)
+        names_before = weight_names(module)
         folder = FoldConstantOps(store, size_limit=1 << 62, inline_limit=64)
         for new in ops:
             if new.parent is not None:
                 folder.match_and_rewrite(new, PatternRewriter(new))
         if folder.failure is not None:
             raise folder.failure
-        for name in (names_before | folder.created_weights) - _weight_names(module):
+        for name in (names_before | folder.created_weights) - weight_names(module):
             store.remove(name)

@@ -152,7 +152,8 @@ class FoldConstantOps(RewritePattern):
         return name if len(op.results) == 1 else f"{name}.{index}"
 
 
-def _weight_names(module: ModuleOp) -> set[str]:
+def weight_names(module: ModuleOp) -> set[str]:
+    """The names of the weights the module's graph.weight ops read."""
     return {op.weight_name.data for op in module.walk() if isinstance(op, WeightOp)}
 
 
@@ -175,10 +176,10 @@ class FoldConstantPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         store = store_of(op)
-        names_before = _weight_names(op)
+        names_before = weight_names(op)
         pattern = FoldConstantOps(store, self.size_limit, self.inline_limit)
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)
         if pattern.failure is not None:
             raise pattern.failure
-        for name in (names_before | pattern.created_weights) - _weight_names(op):
+        for name in (names_before | pattern.created_weights) - weight_names(op):
             store.remove(name)

@@ -473,10 +473,10 @@ class FoldQdqPass(ModulePass):
     name = "fold-qdq"
 
     def apply(self, ctx: Context, module: ModuleOp) -> None:
-        from dlc.transforms.fold_constant import _weight_names
+        from dlc.transforms.fold_constant import weight_names
 
         store = store_of(module)
-        names_before = _weight_names(module)
+        names_before = weight_names(module)
         folder = _Folder(store)
         for fn in module.ops:
             if not isinstance(fn, func.FuncOp) or not fn.body.blocks:
@@ -492,7 +492,7 @@ class FoldQdqPass(ModulePass):
                 if (isinstance(op, _REPORTED) or op in folder.reasons) and dq_in:
                     why = folder.reasons.get(op, "its output has no graph.quantize (QuantizeLinear)")
                     folder.notes.append(f"fold-qdq: {_label(op)} stays float: {why}")
-        for name in (names_before | folder.created) - _weight_names(module):
+        for name in (names_before | folder.created) - weight_names(module):
             if name in store:
                 store.remove(name)
         if folder.notes:

@@ -42,6 +42,7 @@ from dlc.dialects import graph as g
 from dlc.dialects.graph.linalg import pack_columns
 from dlc.dialects.graph_base import tensor_type
 from dlc.target import Target
+from dlc.transforms.fold_constant import weight_names
 from dlc.weights import store_of
 
 
@@ -71,10 +72,6 @@ def packable(op: g.MatmulOp, panel: int, min_rows: int) -> bool:
     return rows >= min_rows and b[0] >= 2 and (whole or b[1] >= MIN_PANELS * panel)
 
 
-def _weight_names(module: ModuleOp) -> set[str]:
-    return {op.weight_name.data for op in module.walk() if isinstance(op, g.WeightOp)}
-
-
 @dataclass(frozen=True)
 class PackMatmulWeightsPass(ModulePass):
     """Constant matmul rhs matrices in column panels (see module docstring)."""
@@ -101,7 +98,7 @@ class PackMatmulWeightsPass(ModulePass):
         if not matmuls:
             return
         store = store_of(op)
-        names_before = _weight_names(op)
+        names_before = weight_names(op)
         packed: dict[object, str] = {}  # source constant (weight name or op) -> packed weight
         for mm in matmuls:
             source = _constant(mm.operands[1])
@@ -133,5 +130,5 @@ class PackMatmulWeightsPass(ModulePass):
             Rewriter.replace_op(mm, new)
             if not source.results[0].uses:
                 Rewriter.erase_op(source)
-        for name in names_before - _weight_names(op):
+        for name in names_before - weight_names(op):
             store.remove(name)

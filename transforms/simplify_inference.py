@@ -38,7 +38,7 @@ from xdsl.rewriter import Rewriter
 
 from dlc.dialects import graph as g
 from dlc.dialects.graph_base import broadcast_shapes, element_type_of, is_float
-from dlc.transforms.fold_constant import FoldConstantPass
+from dlc.transforms.fold_constant import FoldConstantPass, weight_names
 from dlc.weights import WeightStore, store_of
 
 INLINE_LIMIT = 64  # like fold-constant: larger constants go to the weights store
@@ -217,10 +217,6 @@ def _name(value: SSAValue) -> str:
     return value.name_hint or "weight"
 
 
-def _weight_names(module: ModuleOp) -> set[str]:
-    return {op.weight_name.data for op in module.walk() if isinstance(op, g.WeightOp)}
-
-
 def _erase_dead_constants(fn: func.FuncOp) -> None:
     for op in reversed(list(fn.body.block.ops)):
         if isinstance(op, (g.ConstantOp, g.WeightOp)) and not op.results[0].uses:
@@ -230,7 +226,7 @@ def _erase_dead_constants(fn: func.FuncOp) -> None:
 
 def simplify_module(module: ModuleOp) -> None:
     store = store_of(module)
-    before = _weight_names(module)
+    before = weight_names(module)
     simplifier = _Simplifier(store, Rewriter())
     for fn in [op for op in module.ops if isinstance(op, func.FuncOp) and op.body.blocks]:
         changed = True
@@ -240,7 +236,7 @@ def simplify_module(module: ModuleOp) -> None:
                 if op.parent is not None and simplifier.simplify(op):
                     changed = True
         _erase_dead_constants(fn)
-    for name in (before | simplifier.created) - _weight_names(module):
+    for name in (before | simplifier.created) - weight_names(module):
         store.remove(name)
 
 

@@ -29,13 +29,13 @@ from __future__ import annotations
 
 from xdsl.dialects import arith
 
-from xdsl.dialects.builtin import IntegerAttr, UnitAttr, i64
+from xdsl.dialects.builtin import IntegerAttr, i64
 
 from dlc.dialects.tloop import VECTOR_LANES_ATTR, ForOp
 from dlc.lowering.kernels.forms import ATTENTION
 from dlc.lowering.schedule.annotate import vectorize_problem
 from dlc.lowering.schedule.core import Schedule, enclosing_loops, loop_name
-from dlc.lowering.schedule.defaults_dense import CONTRACT, f32_output
+from dlc.lowering.schedule.defaults_dense import CONTRACT, f32_output, is_whole_vector, mark_whole_vectors
 from dlc.lowering.schedule.defaults_forms import form_schedule
 from dlc.lowering.schedule.loop_nest import inner_loops
 from dlc.lowering.schedule.rfactor import rfactor_reductions
@@ -70,7 +70,7 @@ def schedule_attention(s: Schedule, target: Target, config: dict | None = None) 
         top = s.parallel(top)
     if config["vectorize"]:
         rfactor_reductions(s.kernel, [top])  # sm / se: vector-wide partial max and sum
-        lanes = IntegerAttr(max(1, target.vector_bits // 32), i64)
+        lanes = IntegerAttr(target.f32_lanes, i64)
         for loop in [op for op in top.walk() if isinstance(op, ForOp)]:
             if (loop.loop_kind == "serial" and not inner_loops(loop) and loop.trip_count >= 2
                     and vectorize_problem(loop) is None):
@@ -95,7 +95,6 @@ def _register_tiles(s: Schedule, target: Target) -> None:
     are one vector (``dlc.whole_vector``), so LLVM keeps it in registers. Accumulating in
     ``s`` / ``acc`` themselves (also read by the softmax loops) stored every FMA's result
     back to the stack (ViT: half the score loop's time)."""
-    lanes = max(1, target.vector_bits // 32)
     for loop in [op for op in s.kernel.walk() if isinstance(op, ForOp)]:
         name = loop_name(loop)
         base = name.rstrip("0123456789")
@@ -103,17 +102,15 @@ def _register_tiles(s: Schedule, target: Target) -> None:
             continue
         columns = [op for op in loop.walk() if isinstance(op, ForOp)
                    and loop_name(op).rstrip("0123456789") in PRODUCT_LOOPS]
-        if not columns or any(c.loop_kind != "vectorized" or c.trip_count not in (lanes, 2 * lanes, 4 * lanes)
+        if not columns or any(c.loop_kind != "vectorized" or not is_whole_vector(c.trip_count, target)
                               for c in columns):
             continue
         tile = f"{'s' if base == 'sd' else 'acc'}_tile_{name}"
         # a one-trip loop around the reduction: the tile's copies go around all of it
         s.split(loop, loop.trip_count, f"{name}_t", f"{name}_r")
         s.cache_write("s" if base == "sd" else "acc", f"{name}_t", tile)
-        for c in columns:
-            c.attributes["dlc.whole_vector"] = UnitAttr()
-        for copy in [op for op in s.kernel.walk() if isinstance(op, ForOp) and loop_name(op).startswith(tile)]:
-            if not inner_loops(copy) and vectorize_problem(copy) is None:
-                s.vectorize(copy)
-                if copy.trip_count in (lanes, 2 * lanes, 4 * lanes):
-                    copy.attributes["dlc.whole_vector"] = UnitAttr()
+        copies = [op for op in s.kernel.walk() if isinstance(op, ForOp) and loop_name(op).startswith(tile)
+                  and not inner_loops(op) and vectorize_problem(op) is None]
+        for copy in copies:
+            s.vectorize(copy)
+        mark_whole_vectors(s, [loop_name(c) for c in columns + copies], target)

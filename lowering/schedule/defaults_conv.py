@@ -110,7 +110,7 @@ def conv_register_problem(ocb: int, cols: int, target: Target, allowed: int = 0)
     """Why an `ocb` x `cols` f32 register tile does not fit the target's vector registers
     (two stay for the input vector and the weight broadcast; `allowed`: at least this many
     accumulators are accepted, the default tile's)."""
-    lanes = max(1, target.vector_bits // 32)
+    lanes = target.f32_lanes
     need = ocb * -(-cols // lanes)
     if need > max(target.vector_registers - 2, allowed):
         return (f"register tile of {ocb} channels x {cols} columns needs {need} vector accumulators; "
@@ -128,7 +128,7 @@ def conv2d_flat_space(s: Schedule, target: Target) -> Space | None:
     ocb = _channel_block(oc, target.conv_channel_block)
     x_bytes = s.kernel.body.block.args[0].type.get_shape()[1] * p * 4
     weight_major = x_bytes <= oc * ic * kh * kw * 4
-    default_need = ocb * -(-cols // max(1, target.vector_bits // 32))
+    default_need = ocb * -(-cols // target.f32_lanes)
 
     def constraint(c: dict) -> str | None:
         return conv_register_problem(c["ocb"], c["cols"], target, default_need)

@@ -110,7 +110,7 @@ def conv2d_grouped_space(s: Schedule, target: Target) -> Space | None:
     block_major = (blocks >= BLOCK_MAJOR_MIN_ITERATIONS and (tail or BLOCK_MAJOR_ALWAYS)
                    and (blocks % 2 == 0 or blocks >= 2 * BLOCK_MAJOR_MIN_ITERATIONS))
     input_major = ic * p * 4 > ocp * ic * kh * kw * 4  # the input window vs the group's weights
-    default_need = ocb * -(-cols // max(1, target.vector_bits // 32))
+    default_need = ocb * -(-cols // target.f32_lanes)
 
     def constraint(c: dict) -> str | None:
         return conv_register_problem(c["ocb"], c["cols"], target, default_need)
@@ -286,7 +286,7 @@ def conv2d_depthwise_space(s: Schedule, target: Target) -> Space | None:
     kh, kw = s.loop("kh").trip_count, s.loop("kw").trip_count
     vectors = min(DW_VECTORS, p // VECTOR)
     parallel = n * oc * p * kh * kw >= DEPTHWISE_PARALLEL_FACTOR * MIN_PARALLEL_ITERATIONS
-    default_need = vectors * -(-VECTOR // max(1, target.vector_bits // 32))
+    default_need = vectors * -(-VECTOR // target.f32_lanes)
 
     def constraint(c: dict) -> str | None:
         return conv_register_problem(1, VECTOR * c["vectors"], target, default_need)

@@ -108,6 +108,22 @@ def _schedule_init(s: Schedule, loops: list[str]) -> None:
         s.vectorize(inner)
 
 
+def _parallel_blocks(s: Schedule, choice: str, blocks: list[str], batch: list[str] = ()) -> None:
+    """The GEMM schedules' ``parallel`` knob: the batch loop, the block loops fused into one
+    (fusing more than two would nest div/mod indices the analysis cannot read), the outer
+    block loop, or none; parallel when it has two iterations or more."""
+    if choice == "batch":
+        par = s.loop(batch[0])
+    elif choice == "fused":
+        par = _fuse_all(s, blocks)
+    elif choice == "outer":
+        par = s.loop(blocks[0])
+    else:
+        par = None
+    if par is not None and par.trip_count >= 2:
+        s.parallel(par)
+
+
 def _fuse_all(s: Schedule, names: list[str]) -> ForOp:
     loop = s.loop(names[0])
     for name in names[1:]:
@@ -214,16 +230,12 @@ def _matmul_shape(s: Schedule, target: Target):
     return batch, m, n, k
 
 
-def _lanes(target: Target) -> int:
-    return max(1, target.vector_bits // 32)
-
-
 def _tile_problem(mr: int, nr: int, target: Target, allowed: int = 0) -> str | None:
     """Why an MR x NR f32 register tile does not fit the target's vector registers (two
     stay for the B vector and the A broadcast; `allowed`: at least this many accumulators
     are accepted, the default tile's: target.matmul_register_tile plans 6 x 16 for every
     16-register x86, also with 4-lane SSE)."""
-    per_row = -(-nr // _lanes(target))
+    per_row = -(-nr // target.f32_lanes)
     if mr * per_row > max(target.vector_registers - 2, allowed):
         return (f"register tile mr x nr = {mr} x {nr} needs {mr * per_row} vector accumulators; "
                 f"'{target}' has {target.vector_registers} vector registers (at most "
@@ -261,7 +273,7 @@ def matmul_space(s: Schedule, target: Target) -> Space | None:
         nr //= 2
     m0, n0 = m - m % mr, n - n % nr
     mc, nc, kc = _matmul_blocks(m0, n0, k, mr, nr, bool(batch), m)
-    lanes = _lanes(target)
+    lanes = target.f32_lanes
     mrs = int_choices(mr, range(1, 17), lambda v: v <= m)
     nrs = int_choices(nr, (4, 8, 16, 24, 32, 48, 64), lambda v: v <= n and v % lanes == 0)
 
@@ -369,18 +381,8 @@ def schedule_matmul(s: Schedule, target: Target, config: dict | None = None) -> 
             s.split("k", kc, "ko", "ki")
             blocks = ["mo", "no"] if config["order"] == "mn" else ["no", "mo"]
             s.reorder(*acc_batch, *blocks, "ko", "mi", "ni", "ki", "mr", "nr")
-        # 4. one parallel loop over independent C blocks (each thread packs its own panel);
-        # fusing more than two loops would nest div/mod indices the analysis cannot read
-        if config["parallel"] == "batch":
-            par = s.loop(acc_batch[0])
-        elif config["parallel"] == "fused":
-            par = _fuse_all(s, blocks)
-        elif config["parallel"] == "outer":
-            par = s.loop(blocks[0])
-        else:
-            par = None
-        if par is not None and par.trip_count >= 2:
-            s.parallel(par)
+        # 4. one parallel loop over independent C blocks (each thread packs its own panel)
+        _parallel_blocks(s, config["parallel"], blocks, acc_batch)
         # 5. packing, register accumulators, FMA, unroll/vectorize the tile
         if config["pack_b"]:
             s.cache_read("b", "ko", "b_pack")
@@ -399,7 +401,7 @@ def schedule_matmul(s: Schedule, target: Target, config: dict | None = None) -> 
         _vectorize_copies(s, ("b_pack_d", "a_pack_d", "acc_d", "acc_out_d", "acc_mt_d", "acc_mt_out_d"))
         if config["b_panels"]:
             _column_panels(s, "b_pack", nr)
-        _whole_tile_vectors(s, vector_loops + _tile_copy_columns(s, ("acc", "acc_mt")), target)
+        mark_whole_vectors(s, vector_loops + _tile_copy_columns(s, ("acc", "acc_mt")), target)
         for tail in tails:
             _schedule_matmul_tail(s, tail, mr, nr)
     if not tails:
@@ -431,7 +433,7 @@ def matmul_packed_space(s: Schedule, target: Target) -> Space | None:
     mrs = int_choices(mr, range(1, 17), lambda v: v <= m)
     mcs = sorted({mc, m} | {r * t for r in mrs for t in (1, 2, 4, 8, 16, 32, 64) if r * t < m})
     ncs = sorted({nc} | {width * d for d in range(1, panels + 1) if panels % d == 0})
-    default_need = mr * -(-width // _lanes(target))
+    default_need = mr * -(-width // target.f32_lanes)
 
     def constraint(c: dict) -> str | None:
         problem = _tile_problem(c["mr"], width, target, default_need)
@@ -493,14 +495,7 @@ def schedule_matmul_packed(s: Schedule, target: Target, config: dict | None = No
             s.split("mm", mr, "mi", "mr")
             blocks = ["mo", "no"] if config["order"] == "mn" else ["no", "mo"]
             s.reorder(*blocks, "ko", "mi", "ni", "ki", "mr", "nr_s1")
-        if config["parallel"] == "fused":
-            par = _fuse_all(s, blocks)
-        elif config["parallel"] == "outer":
-            par = s.loop(blocks[0])
-        else:
-            par = None
-        if par is not None and par.trip_count >= 2:
-            s.parallel(par)
+        _parallel_blocks(s, config["parallel"], blocks)
         if config["pack_a"]:
             s.cache_read("a", "mi", "a_pack")
         s.cache_write("c", "ni", "acc")
@@ -514,7 +509,7 @@ def schedule_matmul_packed(s: Schedule, target: Target, config: dict | None = No
             s.vectorize("nr_s1_mt")
             vector_loops.append("nr_s1_mt")
         _vectorize_copies(s, ("a_pack_d", "acc_d", "acc_out_d", "acc_mt_d", "acc_mt_out_d"))
-        _whole_tile_vectors(s, vector_loops + _tile_copy_columns(s, ("acc", "acc_mt")), target)
+        mark_whole_vectors(s, vector_loops + _tile_copy_columns(s, ("acc", "acc_mt")), target)
         if tail is not None:  # < MR rows: k outside the vectorized columns (the C row in L1)
             rows, panel, cols, red = tail
             s.reorder(rows, panel, red, cols)
@@ -682,7 +677,13 @@ def _tile_copy_columns(s: Schedule, caches: tuple[str, ...]) -> list[str]:
     return names
 
 
-def _whole_tile_vectors(s: Schedule, names: list[str], target: Target) -> None:
+def is_whole_vector(trip_count: int, target: Target) -> bool:
+    """A loop of 1, 2 or 4 whole vectors of the target (a register tile's columns)."""
+    lanes = target.f32_lanes
+    return trip_count in (lanes, 2 * lanes, 4 * lanes)
+
+
+def mark_whole_vectors(s: Schedule, names: list[str], target: Target) -> None:
     """Mark the register tile's vectorized column loops (a few whole vectors: nr = 32 is
     two zmm) ``dlc.whole_vector``: one vector of nr lanes for LLVM, never fully unrolled
     first. Without it LLVM fully unrolls a 32-trip copy between C and the accumulators
@@ -690,11 +691,9 @@ def _whole_tile_vectors(s: Schedule, names: list[str], target: Target) -> None:
     of a 1024^3 GEMM (measured: 445 -> see bench_gemm)."""
     from xdsl.dialects.builtin import UnitAttr
 
-    lanes = _lanes(target)
     for name in names:
         loop = s.loop(name)
-        if (loop.loop_kind == "vectorized" and loop.trip_count % lanes == 0
-                and loop.trip_count in (lanes, 2 * lanes, 4 * lanes)):
+        if loop.loop_kind == "vectorized" and is_whole_vector(loop.trip_count, target):
             loop.attributes["dlc.whole_vector"] = UnitAttr()
 
 
@@ -747,7 +746,7 @@ def _schedule_skinny(s: Schedule, batch: list[str], n: int, config: dict, target
         _vectorize_copies(s, ("acc_d", "acc_out_d"))
         if _vectorizable(s, inner):
             s.vectorize(inner)
-            s.loop(inner).attributes[VECTOR_LANES_ATTR] = IntegerAttr(_lanes(target), i64)
+            s.loop(inner).attributes[VECTOR_LANES_ATTR] = IntegerAttr(target.f32_lanes, i64)
     _allow_contract(s.kernel, only_in_k_loops=True)
     return True
 

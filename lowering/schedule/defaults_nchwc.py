@@ -143,7 +143,7 @@ def conv2d_nchwc_space(s: Schedule, target: Target) -> Space | None:
     if shape is None:
         return None
     n, blocks, oh, ow, ocw = shape
-    per_output = -(-ocw // max(1, target.vector_bits // 32))
+    per_output = -(-ocw // target.f32_lanes)
     rows, cols, ocbs = register_tile_blocks(oh, ow, blocks, target.nchwc_tile_outputs(ocw),
                                             pair_blocks=per_output == 1)
     rows_parallel = n == 1 and rows == 1 and blocks // ocbs < PARALLEL_CHUNKS
