@@ -10,7 +10,9 @@ each graph.quantize and looks back through its float operand:
   ``Q(clip(v, a, b)) = clamp(Q(v), Q(a), Q(b))``);
 * ``conv2d(DQ(x), DQ(w const)) [+ bias]`` -> graph.qconv2d (NCHW/OIHW; w per tensor or
   per output channel; a bias constant, usually ``DQ(int32)`` reshaped, is requantized to
-  i32 at scale ``x_scale * w_scale``);
+  i32 at scale ``x_scale * w_scale``); the products (conv, dense, matmul) rescale with
+  ``requant = "float"`` below an ONNX QuantizeLinear (round half to even of the float
+  product, onnxruntime's arithmetic) and the fixed point below TFLite's QUANTIZE;
 * ``matmul(DQ(x), [transpose](DQ(w const)) [+ bias])`` with a 2-D weight -> graph.qdense;
   ``matmul(DQ(a), DQ(b))`` of two activations -> graph.qmatmul;
 * ``add`` / ``mul`` of two DQ activations -> graph.qadd / graph.qmul;
@@ -196,6 +198,17 @@ class _Output:
             out["out_max"] = self.out_max
         return out
 
+    def rescale_attrs(self) -> dict:
+        """:meth:`attrs` of an accumulating op (qconv2d, qdense, qmatmul), with the
+        rounding of its rescale from the quantize's: ONNX's QuantizeLinear (half to even)
+        quantizes the float product, which ``requant = "float"`` computes exactly as
+        onnxruntime does; TFLite's QUANTIZE (half away) marks a TFLite int8 op, defined by
+        the fixed point (the op's default)."""
+        out = self.attrs()
+        if self.q.rounding == "half_even":
+            out["requant"] = "float"
+        return out
+
     def quantized(self, real: float) -> int:
         lo, hi = quant_range(self.dtype)
         return int(np.clip(np.rint(np.float32(real) / np.float32(self.scale)) + self.zero_point, lo, hi))
@@ -314,7 +327,7 @@ class _Folder:
         a = op.attrs
         new = g.QConv2DOp.make(*operands, strides=list(a.strides), padding=list(a.padding),
                                dilations=list(a.dilations), groups=a.groups, x_scale=[xs], x_zero_point=[xz],
-                               w_scale=ws, w_zero_point=wz, **out.attrs())
+                               w_scale=ws, w_zero_point=wz, **out.rescale_attrs())
         y = self.insert(new, out.q, op)
         self.made = new.name
         if nhwc:
@@ -332,7 +345,7 @@ class _Folder:
             if op.lhs.type.get_num_dims() < 2 or op.rhs.type.get_num_dims() < 2:
                 raise NoMatch("a matmul of a 1-D operand")
             new = g.QMatmulOp.make(a_dq.x, b_dq.x, a_scale=[xs], a_zero_point=[xz], b_scale=[bs],
-                                   b_zero_point=[bz], **out.attrs())
+                                   b_zero_point=[bz], **out.rescale_attrs())
             return self.insert(new, out.q, op)
         if op.rhs.type.get_num_dims() != 2 or op.lhs.type.get_num_dims() < 1:
             raise NoMatch("the weight is not 2-D")
@@ -343,7 +356,7 @@ class _Folder:
         if b is not None:
             operands.append(self.constant(b, _name(wdq, "qbias"), out.q))
         new = g.QDenseOp.make(*operands, x_scale=[xs], x_zero_point=[xz], w_scale=ws, w_zero_point=wz,
-                              **out.attrs())
+                              **out.rescale_attrs())
         return self.insert(new, out.q, op)
 
     def _binary(self, op, out: _Output) -> SSAValue:

@@ -35,7 +35,9 @@ Arithmetic: integer throughout. Accumulators are i32 (products of operands
 minus their zero points, plus an i32 bias whose scale is ``x_scale *
 w_scale``); the accumulator is rescaled by ``real = x_scale * w_scale /
 y_scale`` with TFLite's fixed-point ``MultiplyByQuantizedMultiplier``, then
-``y_zero_point`` is added and the result clamped. graph.qadd follows TFLite's
+``y_zero_point`` is added and the result clamped; an accumulating op (conv, dense,
+matmul) with ``requant = "float"`` rounds the f32 product instead, as onnxruntime does
+(:class:`_Requantizing`). graph.qadd follows TFLite's
 ADD (both inputs shifted left by 20 bits and rescaled to twice the larger input
 scale, summed, rescaled to the output). graph.qavg_pool2d divides its window sum
 rounding half away from zero (TFLite's AVERAGE_POOL_2D) when the scales agree, else
@@ -43,8 +45,9 @@ rescales the sum once by ``x_scale / (y_scale * count)``. graph.quantize rounds
 half to even and saturates (ONNX QuantizeLinear, computed in f32: ``x / scale``).
 
 ONNX's QLinearConv / QLinearMatMul conformance cases expect onnx's float
-requantization (round half to even of ``acc * real``), which differs from
-fixed point by 1 on ties: the ONNX importer keeps its exact path
+requantization (round half to even of ``acc * real``, in f64: numpy's int32 * float32),
+which differs from the fixed point by 1 on ties and from ``requant = "float"`` (f32) near
+them: the ONNX importer keeps its exact path
 (``frontends/onnx/ops_quantized.py``) for those nodes; these ops come from
 DQ -> op -> Q patterns (``transforms/fold_qdq.py``) and TFLite int8 models.
 
@@ -176,6 +179,57 @@ class _QuantOp(GraphOp):
 
     def out_range(self) -> tuple[int, int]:
         return _check_clamp(self.attrs, quant_range(self.results[0].type.element_type))
+
+
+def float_requantize(acc, scale, zero_point, lo: int, hi: int) -> np.ndarray:
+    """``clamp(round_half_even(f32(acc) * scale) + zero_point, lo, hi)`` in f32 (int64
+    result): the ``requant = "float"`` rounding. ``acc`` an i32 accumulator (int64 array),
+    ``scale`` f32 broadcasting against it (:meth:`_Requantizing.float_scales`)."""
+    y = np.rint(np.asarray(acc, np.int64).astype(np.float32) * np.asarray(scale, np.float32))
+    return np.clip(y.astype(np.int64) + np.asarray(zero_point, np.int64), lo, hi)
+
+
+class _Requantizing(_QuantOp):
+    """An op whose i32 accumulator is rescaled to the output (conv, dense, matmul).
+
+    ``requant`` picks the rounding of ``acc * x_scale * w_scale / y_scale``:
+
+    * ``fixed_point`` (the default): TFLite's integer ``MultiplyByQuantizedMultiplier``
+      (a Q31 multiplier, one rounding half up; ``requant.py``): what TFLite int8 models
+      are defined by;
+    * ``float``: ``round_half_even(f32(acc) * s)`` with ``s = f32(f32(x_scale * w_scale) /
+      y_scale)``, in f32: ONNX's QuantizeLinear of the float product, computed as
+      onnxruntime's MLAS requantizes (``MlasRequantizeOutput``), so a QDQ model's outputs
+      equal onnxruntime's bit for bit; fold-qdq sets it. On AVX-512 its write-back is
+      about 7 vector ops per 16 outputs against the fixed point's 16 (no i64 products).
+    """
+
+    requant = EnumAttribute("fixed_point", "float")
+
+    def scale_pair(self) -> tuple[float, Sequence[float]]:
+        """(the activation's scale, the weight's scales per channel or single)."""
+        return self.x_scale[0], self.w_scale
+
+    def float_scales(self) -> np.ndarray:
+        """Per channel (or single) f32 ``f32(x_scale * w_scale) / y_scale``, each step
+        rounded to f32 as onnxruntime computes its output scales."""
+        xs, ws = self.scale_pair()
+        product = np.float32(xs) * np.asarray(ws, np.float32)
+        return (product / np.float32(self.y_scale[0])).astype(np.float32)
+
+    def requantize(self, acc: np.ndarray, axis: int | None) -> np.ndarray:
+        """The op's output from its i32 accumulator (per-channel parameters along ``axis``)
+        in the result's dtype, by the op's ``requant`` rounding."""
+        lo, hi = self.out_range()
+        et = numpy_dtype(self.out.type.element_type)
+        if self.requant == "float":
+            scale = self.float_scales()
+            if scale.size > 1:
+                shape = [1] * acc.ndim
+                shape[axis] = -1
+                scale = scale.reshape(shape)
+            return float_requantize(requant.wrap_i32(acc), scale, self.y_zero_point[0], lo, hi).astype(et)
+        return _requantize(acc, self.multipliers(), self.y_zero_point[0], lo, hi, axis, et)
 
 
 # ---------------------------------------------------------------------------
@@ -342,7 +396,7 @@ def _same_signedness_ok(x_et, w_et) -> None:
 
 
 @irdl_op_definition
-class QConv2DOp(_QuantOp, _GroupedConvWindow):
+class QConv2DOp(_Requantizing, _GroupedConvWindow):
     """Quantized 2-D convolution, NCHW data, OIHW weight (a constant), optional
     i32 bias [O] (scale x_scale * w_scale); conv2d's window attributes; w's
     parameters per tensor or per output channel; result ``dtype`` (default x's).
@@ -409,15 +463,11 @@ class QConv2DOp(_QuantOp, _GroupedConvWindow):
         return _real(np.float64(self.x_scale[0]) * np.asarray(self.w_scale, np.float64), self.y_scale[0])
 
     def reference(self, x, w, b=None) -> list[np.ndarray]:
-        acc = self.accumulate(x, w, b)
-        lo, hi = self.out_range()
-        real = self.multipliers()
-        return [_contiguous(_requantize(acc, real, self.y_zero_point[0], lo, hi, 1,
-                                        numpy_dtype(self.out.type.element_type)))]
+        return [_contiguous(self.requantize(self.accumulate(x, w, b), 1))]
 
 
 @irdl_op_definition
-class QDenseOp(_QuantOp):
+class QDenseOp(_Requantizing):
     """Quantized fully connected layer: ``x[..., K] . w[N, K]^T (+ bias[N] i32)``,
     w a constant with per-tensor or per-output-channel (N) parameters.
 
@@ -471,9 +521,7 @@ class QDenseOp(_QuantOp):
 
     def reference(self, x, w, b=None) -> list[np.ndarray]:
         acc = self.accumulate(x, w, b)
-        lo, hi = self.out_range()
-        return [_contiguous(_requantize(acc, self.multipliers(), self.y_zero_point[0], lo, hi, acc.ndim - 1,
-                                        numpy_dtype(self.out.type.element_type)))]
+        return [_contiguous(self.requantize(acc, acc.ndim - 1))]
 
 
 def _matmul_shape(a: list[int], b: list[int]) -> list[int]:
@@ -485,7 +533,7 @@ def _matmul_shape(a: list[int], b: list[int]) -> list[int]:
 
 
 @irdl_op_definition
-class QMatmulOp(_QuantOp):
+class QMatmulOp(_Requantizing):
     """Quantized batched matmul of two activations (numpy matmul batching, both
     operands at least 2-D), per-tensor parameters: BERT's QK^T and attention x V.
 
@@ -523,11 +571,12 @@ class QMatmulOp(_QuantOp):
     def multipliers(self) -> np.ndarray:
         return _real([np.float64(self.a_scale[0]) * np.float64(self.b_scale[0])], self.y_scale[0])
 
+    def scale_pair(self) -> tuple[float, Sequence[float]]:
+        return self.a_scale[0], self.b_scale
+
     def reference(self, a, b) -> list[np.ndarray]:
         acc = np.matmul(a.astype(np.int64) - self.a_zero_point[0], b.astype(np.int64) - self.b_zero_point[0])
-        lo, hi = self.out_range()
-        return [_contiguous(_requantize(acc, self.multipliers(), self.y_zero_point[0], lo, hi, None,
-                                        numpy_dtype(self.out.type.element_type)))]
+        return [_contiguous(self.requantize(requant.wrap_i32(acc), None))]
 
 
 # ---------------------------------------------------------------------------
@@ -619,6 +668,9 @@ class QMulOp(_QBinaryOp):
 
     def multipliers(self) -> np.ndarray:
         return _real([np.float64(self.a_scale[0]) * np.float64(self.b_scale[0])], self.y_scale[0])
+
+    def scale_pair(self) -> tuple[float, Sequence[float]]:
+        return self.a_scale[0], self.b_scale
 
     def reference(self, a, b) -> list[np.ndarray]:
         acc = (a.astype(np.int64) - self.a_zero_point[0]) * (b.astype(np.int64) - self.b_zero_point[0])
@@ -767,7 +819,7 @@ VNNI_GROUP = 4  # input-channel bytes one vpdpbusd lane sums: the input block's 
 
 
 @irdl_op_definition
-class QConv2DNCHWcOp(_QuantOp):
+class QConv2DNCHWcOp(_Requantizing):
     """Quantized 2-D convolution (groups 1) on channel-blocked u8 activations: input
     ``[N, C/ib, H, W, ib]`` (NCHW{ib}c, already padded spatially: alter-op-layout pads it
     with x's zero point, so every tap is real), weight the plain OIHW ``[O, I, KH, KW]``
@@ -848,7 +900,7 @@ class QConv2DNCHWcOp(_QuantOp):
             acc = acc + b.astype(np.int64).reshape(1, -1, 1, 1)
         lo, hi = self.out_range()
         et = numpy_dtype(self.out.type.element_type)
-        y = _requantize(requant.wrap_i32(acc), self.multipliers(), self.y_zero_point[0], lo, hi, 1, et)
+        y = self.requantize(requant.wrap_i32(acc), 1)
         block = self.attrs.block
         obn = -(-o // block)
         full = np.full((n, obn * block) + y.shape[2:], np.clip(self.y_zero_point[0], lo, hi), dtype=et)
@@ -857,7 +909,7 @@ class QConv2DNCHWcOp(_QuantOp):
 
 
 @irdl_op_definition
-class QDepthwiseConv2DNCHWcOp(_QuantOp, _ConvWindow):
+class QDepthwiseConv2DNCHWcOp(_Requantizing, _ConvWindow):
     """Quantized depthwise 2-D convolution (one filter per channel) on channel-blocked
     activations: input ``[N, CB, H, W, b]`` (NCHW{b}c, ui8 or i8; ``padding`` [top, left,
     bottom, right] holds x's zero point, real 0, so no graph.pad copy runs), weight
@@ -934,7 +986,7 @@ class QDepthwiseConv2DNCHWcOp(_QuantOp, _ConvWindow):
             acc = acc + b.astype(np.int64).reshape(1, -1, 1, 1)
         lo, hi = self.out_range()
         et = numpy_dtype(self.out.type.element_type)
-        y = _requantize(requant.wrap_i32(acc), self.multipliers(), self.y_zero_point[0], lo, hi, 1, et)
+        y = self.requantize(requant.wrap_i32(acc), 1)
         full = np.full((n, cb * blk) + y.shape[2:], np.clip(self.y_zero_point[0], lo, hi), dtype=et)
         full[:, :c] = y
         return [_contiguous(full.reshape(n, cb, blk, *y.shape[2:]).transpose(0, 1, 3, 4, 2))]

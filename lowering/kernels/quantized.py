@@ -63,6 +63,24 @@ def _multipliers(kb: KernelBuilder, reals) -> tuple:
     return _param(kb, m), _param(kb, s)
 
 
+def _requantizer(kb: KernelBuilder, op: GraphOp, zero_point: int, lo: int, hi: int):
+    """``(acc, channel) -> i32`` result of an accumulating op (qconv2d, qdense, qmatmul)
+    by its ``requant`` rounding; per-channel parameters in tables made here, before the
+    loops."""
+    if op.requant == "float":
+        scales = op.float_scales()
+        single = float(scales[0]) if len(set(scales.tolist())) == 1 else None
+        tbl = None if single is not None else rq.table(kb, [float(v) for v in scales], f32)
+
+        def float_rounding(acc, channel):
+            scale = single if tbl is None else kb.load(tbl, [channel])
+            return rq.requantize_float(kb, acc, scale, zero_point, lo, hi)
+        return float_rounding
+    m, s = _multipliers(kb, op.multipliers())
+    return lambda acc, channel: rq.requantize(kb, acc, _pick(kb, m, channel), _pick(kb, s, channel),
+                                              zero_point, lo, hi)
+
+
 def _accumulator(kb: KernelBuilder, init: SSAValue) -> SSAValue:
     acc = kb.emit(memref.AllocaOp.get(i32, shape=[1]))
     acc.name_hint = "acc"
@@ -152,10 +170,6 @@ def lower_quantize(op: GraphOp, name: str) -> func.FuncOp:
     return kb.finish()
 
 
-MAGIC = 12582912.0  # 1.5 * 2**23: y + MAGIC holds the integer y in its low mantissa bits
-MAGIC_BITS = 0x4B400000  # the bits of MAGIC
-
-
 def _saturate_to_int(kb: KernelBuilder, y: SSAValue, lo: int, hi: int) -> SSAValue:
     """The integer-valued f32 ``y`` saturated to the 8-bit range ``[lo, hi]`` as i32,
     NaN -> 0 (what the saturating ``fptosi`` then an i32 clamp give): the clamp in f32
@@ -168,8 +182,8 @@ def _saturate_to_int(kb: KernelBuilder, y: SSAValue, lo: int, hi: int) -> SSAVal
     low, high = kb.const(float(lo), f32), kb.const(float(hi), f32)
     y = e(arith.SelectOp(e(arith.CmpfOp(y, low, "olt")), low, y))
     y = e(arith.SelectOp(e(arith.CmpfOp(y, high, "ogt")), high, y))
-    bits = e(arith.BitcastOp(e(arith.AddfOp(y, kb.const(MAGIC, f32))), i32))
-    return e(arith.SubiOp(bits, kb.const(MAGIC_BITS, i32)))
+    bits = e(arith.BitcastOp(e(arith.AddfOp(y, kb.const(rq.MAGIC, f32))), i32))
+    return e(arith.SubiOp(bits, kb.const(rq.MAGIC_BITS, i32)))
 
 
 @kernel("graph.dequantize")
@@ -237,10 +251,10 @@ def lower_qconv2d(op: GraphOp, name: str) -> func.FuncOp:
     (sh, sw), (dh, dw), (pt, pl, _, _) = _window_attrs(op.attrs)
     inputs = [x_t, w_t] + ([op.operands[2].type] if has_bias else [])
     kb = KernelBuilder(name, inputs, [out_t], op.name, ["x", "w"] + (["bias"] if has_bias else []) + ["out"])
-    m, s = _multipliers(kb, op.multipliers())
     wzp = _param(kb, op.w_zero_point)
     xzp, yzp = op.x_zero_point[0], op.y_zero_point[0]
     lo, hi = op.out_range()
+    requantize = _requantizer(kb, op, yzp, lo, hi)
     with kb.loops(["n", "o", "oh", "ow"], [n, o, oh, ow]) as (iv_n, iv_o, iv_oh, iv_ow):
         init = kb.load(kb.inputs[2], [iv_o]) if has_bias else kb.const(0, i32)
         acc = _accumulator(kb, init)
@@ -253,7 +267,7 @@ def lower_qconv2d(op: GraphOp, name: str) -> func.FuncOp:
             xv = kb.load_or(kb.inputs[0], [iv_n, kb.iadd(base, iv_ic), ih, iw], inside, kb.const(xzp, xe))
             wv = kb.load(kb.inputs[1], [iv_o, iv_ic, iv_kh, iv_kw])
             _accumulate(kb, acc, kb.emit(arith.MuliOp(_minus(kb, xv, xe, xzp), _minus(kb, wv, we, w_zero))))
-        y = rq.requantize(kb, kb.load(acc, [0]), _pick(kb, m, iv_o), _pick(kb, s, iv_o), yzp, lo, hi)
+        y = requantize(kb.load(acc, [0]), iv_o)
         kb.store(rq.narrow(kb, y), kb.outputs[0], [iv_n, iv_o, iv_oh, iv_ow])
     return kb.finish()
 
@@ -269,10 +283,10 @@ def lower_qdense(op: GraphOp, name: str) -> func.FuncOp:
     nn, k = w_t.get_shape()
     inputs = [x_t, w_t] + ([op.operands[2].type] if has_bias else [])
     kb = KernelBuilder(name, inputs, [out_t], op.name, ["x", "w"] + (["bias"] if has_bias else []) + ["out"])
-    m, s = _multipliers(kb, op.multipliers())
     wzp = _param(kb, op.w_zero_point)
     xzp, yzp = op.x_zero_point[0], op.y_zero_point[0]
     lo, hi = op.out_range()
+    requantize = _requantizer(kb, op, yzp, lo, hi)
     with kb.loops(_names(len(lead)) + ["j"], lead + [nn]) as ivs:
         *lead_ivs, iv_j = ivs
         acc = _accumulator(kb, kb.load(kb.inputs[2], [iv_j]) if has_bias else kb.const(0, i32))
@@ -281,7 +295,7 @@ def lower_qdense(op: GraphOp, name: str) -> func.FuncOp:
             xv = kb.load(kb.inputs[0], [*lead_ivs, iv_k])
             wv = kb.load(kb.inputs[1], [iv_j, iv_k])
             _accumulate(kb, acc, kb.emit(arith.MuliOp(_minus(kb, xv, xe, xzp), _minus(kb, wv, we, w_zero))))
-        y = rq.requantize(kb, kb.load(acc, [0]), _pick(kb, m, iv_j), _pick(kb, s, iv_j), yzp, lo, hi)
+        y = requantize(kb.load(acc, [0]), iv_j)
         kb.store(rq.narrow(kb, y), kb.outputs[0], ivs)
     return kb.finish()
 
@@ -295,9 +309,9 @@ def lower_qmatmul(op: GraphOp, name: str) -> func.FuncOp:
     a_s, b_s, o_s = list(a_t.get_shape()), list(b_t.get_shape()), list(out_t.get_shape())
     k = a_s[-1]
     kb = KernelBuilder(name, [a_t, b_t], [out_t], op.name, ["a", "b", "out"])
-    m, s = _multipliers(kb, op.multipliers())
     azp, bzp, yzp = op.a_zero_point[0], op.b_zero_point[0], op.y_zero_point[0]
     lo, hi = op.out_range()
+    requantize = _requantizer(kb, op, yzp, lo, hi)
     with kb.loops(_names(len(o_s) - 2) + ["i", "j"], o_s) as ivs:
         *batch, iv_i, iv_j = ivs
         acc = _accumulator(kb, kb.const(0, i32))
@@ -305,7 +319,7 @@ def lower_qmatmul(op: GraphOp, name: str) -> func.FuncOp:
             av = kb.load(kb.inputs[0], _broadcast_index(batch, a_s[:-2]) + [iv_i, iv_k])
             bv = kb.load(kb.inputs[1], _broadcast_index(batch, b_s[:-2]) + [iv_k, iv_j])
             _accumulate(kb, acc, kb.emit(arith.MuliOp(_minus(kb, av, ae, azp), _minus(kb, bv, be, bzp))))
-        y = rq.requantize(kb, kb.load(acc, [0]), m, s, yzp, lo, hi)
+        y = requantize(kb.load(acc, [0]), 0)
         kb.store(rq.narrow(kb, y), kb.outputs[0], ivs)
     return kb.finish()
 

@@ -11,16 +11,18 @@ MobileNet's 3x3 layers, i32 arithmetic, vectorizable rows.
 The weights minus their zero points (``wq``) and the requantization parameters are
 compile-time i32 weights; the bias is read at run time. The ``ow`` loops are stride-1 for
 stride 1 (vectorized by the generic default); the sums are exact integers, so the order
-does not matter. Same arithmetic as the op's reference (kernels/quantized_fast.requantize).
+does not matter. Same arithmetic as the op's reference: kernels/quantized_fast.requantize, or
+requant.requantize_float for an op with ``requant = "float"``.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import IntegerType, MemRefType, i32
+from xdsl.dialects.builtin import f32, IntegerType, MemRefType, i32
 
 from dlc.dialects import tloop
+from dlc.lowering.kernels import requant as rq
 from dlc.lowering.kernels.builder import KernelBuilder
 from dlc.lowering.kernels.quantized_fast import _c32, _constant, _signed, requantize
 
@@ -43,14 +45,18 @@ def qdepthwise(op, name: str) -> func.FuncOp | None:
     wq = (w.astype(np.int64).reshape(c, kh * kw) - zw[:, None]).astype(np.int32)
     mult, shift = requant.quantize_multipliers(np.broadcast_to(op.multipliers(), (c,)))
     store = store_of(op)
-    consts = {"wq": wq, "mult": mult.astype(np.int32), "lshift": np.maximum(shift, 0).astype(np.int32),
-              "rshift": np.maximum(-shift, 0).astype(np.int32)}
+    if op.requant == "float":
+        consts = {"wq": wq, "scale": np.broadcast_to(op.float_scales(), (c,)).astype(np.float32)}
+    else:
+        consts = {"wq": wq, "mult": mult.astype(np.int32), "lshift": np.maximum(shift, 0).astype(np.int32),
+                  "rshift": np.maximum(-shift, 0).astype(np.int32)}
     operands = list(op.operands)
     kb = KernelBuilder(name, [v.type for v in operands], [op.results[0].type], op.name,
                        ["x", "w", "b"][: len(operands)] + ["out"])
     buf = {}
     for key, array in consts.items():
-        buf[key] = kb.emit(tloop.WeightOp(store.add(f"{name}.{key}", array), MemRefType(i32, list(array.shape))))
+        et = f32 if key == "scale" else i32
+        buf[key] = kb.emit(tloop.WeightOp(store.add(f"{name}.{key}", array), MemRefType(et, list(array.shape))))
         buf[key].name_hint = key
     x_unsigned = not _signed(x.type.element_type)
     zx = int(op.x_zero_point[0])
@@ -84,9 +90,12 @@ def qdepthwise(op, name: str) -> func.FuncOp | None:
                 acc = kb.load(row, [ix])
                 if len(operands) == 3:
                     acc = kb.emit(arith.AddiOp(acc, kb.load(kb.inputs[2], [ch])))
-                q = requantize(kb, acc, kb.load(buf["mult"], [ch]), kb.load(buf["lshift"], [ch]),
-                               kb.load(buf["rshift"], [ch]))
-                q = kb.emit(arith.AddiOp(q, _c32(kb, int(op.y_zero_point[0]))))
-                q = kb.emit(arith.MinSIOp(kb.emit(arith.MaxSIOp(q, _c32(kb, lo))), _c32(kb, hi)))
+                if "scale" in buf:
+                    q = rq.requantize_float(kb, acc, kb.load(buf["scale"], [ch]), int(op.y_zero_point[0]), lo, hi)
+                else:
+                    q = requantize(kb, acc, kb.load(buf["mult"], [ch]), kb.load(buf["lshift"], [ch]),
+                                   kb.load(buf["rshift"], [ch]))
+                    q = kb.emit(arith.AddiOp(q, _c32(kb, int(op.y_zero_point[0]))))
+                    q = kb.emit(arith.MinSIOp(kb.emit(arith.MaxSIOp(q, _c32(kb, lo))), _c32(kb, hi)))
                 kb.store(kb.emit(arith.TruncIOp(q, IntegerType(8))), kb.outputs[0], [b, ch, iy, ix])
     return kb.finish()

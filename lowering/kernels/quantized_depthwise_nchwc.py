@@ -27,11 +27,10 @@ Compile-time constants (weights store): ``wq`` ``[CB, KH, KW, b]`` i32 (the weig
 minus its zero point, per block, zeros in the padded channels), and per channel
 ``[CB, b]``: ``bias`` = ``-zx * sum(wq)`` (x's zero-point compensation: ``sum (x - zx)
 wq = sum x wq - zx sum wq``; a constant op bias is added in; a run-time bias is read at
-the write-back), and ``mult`` (i32) with the shift tables of ``requant.shift_tables``
-(``total = 31 - shift``, ``half = 2**(total - 1)``; i32 ``shift_hi`` in place of ``total``
-when every multiplier is below 0.5): TFLite's single-rounding
-``MultiplyByQuantizedMultiplier`` as the op's reference computes it
-(``dialects/graph/requant.py``), emitted by ``lowering/kernels/requant.requantize_tabled``. Padded channels have zero weights, bias and
+the write-back), and the requantization tables of ``requant.channel_tables``: ``mult``
+(i32) with the shift tables of TFLite's single-rounding ``MultiplyByQuantizedMultiplier``,
+or an f32 ``scale`` for an op with ``requant = "float"``, as the op's reference computes
+them (``dialects/graph/quantized.py``), emitted by ``requant.requantize_channel``. Padded channels have zero weights, bias and
 multiplier: they hold the clamped output zero point, as the op's reference says.
 """
 
@@ -39,15 +38,14 @@ from __future__ import annotations
 
 import numpy as np
 from xdsl.dialects import arith, func
-from xdsl.dialects.builtin import IntegerType, MemRefType, i32, i64
+from xdsl.dialects.builtin import f32, IntegerType, MemRefType, i32, i64
 
 from dlc.dialects import tloop
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import KernelBuilder
 from dlc.lowering.kernels.forms import QDEPTHWISE_NCHWC
 from dlc.lowering.kernels.quantized_fast import _constant, _signed, _wrap_i32
-from dlc.lowering.kernels.quantized_nchwc import _padded_total
-from dlc.lowering.kernels.requant import SHIFT_KEYS, requantize_tabled, rounding_constants, shift_tables
+from dlc.lowering.kernels.requant import CHANNEL_KEYS, channel_tables, requantize_channel
 
 I8 = IntegerType(8)
 MAX_COLUMNS = 8  # pixels of the register tile (T accumulators + KH x KW weights in zmm)
@@ -59,10 +57,8 @@ def tile_columns(ow: int) -> int:
 
 
 def depthwise_constants(op, w: np.ndarray, cb: int, block: int) -> dict[str, np.ndarray]:
-    """``wq`` [CB, KH, KW, b] and the per-channel [CB, b] bias', mult, total, half
-    (zeros, and a multiplier of 0, in the padded channels)."""
-    from dlc.dialects.graph import requant
-
+    """``wq`` [CB, KH, KW, b] and the per-channel [CB, b] bias' and requantization tables
+    (``requant.channel_tables``; zeros in the padded channels)."""
     c, _, kh, kw = w.shape
     channels = cb * block
     zw = np.broadcast_to(np.asarray(op.w_zero_point, np.int64), (c,))
@@ -70,24 +66,11 @@ def depthwise_constants(op, w: np.ndarray, cb: int, block: int) -> dict[str, np.
     full = np.zeros((channels, kh, kw), np.int64)
     full[:c] = wq
     packed = np.ascontiguousarray(full.reshape(cb, block, kh, kw).transpose(0, 2, 3, 1)).astype(np.int32)
-    mult, shift = requant.quantize_multipliers(np.broadcast_to(np.asarray(op.multipliers(), np.float64), (c,)))
-    mult = np.asarray(mult, np.int64)
-    if np.any(mult < 0) or np.any(mult >= 1 << 31):
-        raise ValueError("requantization multipliers must be in [0, 2**31)")
-
-    def per_channel(values, dtype) -> np.ndarray:
-        out = np.zeros(channels, np.int64)
-        out[:c] = values
-        return out.reshape(cb, block).astype(dtype)
-
-    pad_total = _padded_total(rounding_constants(mult, shift)[1], channels)
-    bias = -int(op.x_zero_point[0]) * wq.reshape(c, -1).sum(axis=1)
-    return {
-        "wq": packed,
-        "bias": _wrap_i32(per_channel(bias, np.int64)),
-        "mult": per_channel(mult, np.int32),  # < 2**31: sign-extended in the kernel
-        **{key: table.reshape(cb, block) for key, table in shift_tables(pad_total).items()},
-    }
+    bias = np.zeros(channels, np.int64)
+    bias[:c] = -int(op.x_zero_point[0]) * wq.reshape(c, -1).sum(axis=1)
+    tables = channel_tables(op, c, channels)
+    return {"wq": packed, "bias": _wrap_i32(bias).reshape(cb, block),
+            **{key: table.reshape(cb, block) for key, table in tables.items()}}
 
 
 @kernel("graph.qdepthwise_conv2d_nchwc")
@@ -116,7 +99,7 @@ def lower_qdepthwise_conv2d_nchwc(op, name: str) -> func.FuncOp:
                        ["x", "w", "b"][: len(operands)] + ["out"])
     buf = {}
     for key, array in consts.items():
-        et = {np.dtype(np.int32): i32, np.dtype(np.int64): i64}[array.dtype]
+        et = {np.dtype(np.int32): i32, np.dtype(np.int64): i64, np.dtype(np.float32): f32}[array.dtype]
         buf[key] = kb.emit(tloop.WeightOp(store.add(f"{name}.{key}", array), MemRefType(et, list(array.shape))))
         buf[key].name_hint = key
     run_bias = kb.inputs[2] if len(operands) == 3 and bias_value is None else None
@@ -151,8 +134,7 @@ def _tile(kb: KernelBuilder, op, buf, run_bias, outer, ow0, cols: int, suffix: s
         taps = [(i, j, kb.load(buf["wq"], [iv_cb, i, j, iv_c]))
                 for i in range(kh) for j in range(kw)]
         start = kb.load(buf["bias"], [iv_cb, iv_c])
-        mult = kb.load(buf["mult"], [iv_cb, iv_c])
-        tables = {key: kb.load(buf[key], [iv_cb, iv_c]) for key in SHIFT_KEYS if key in buf}
+        tables = {key: kb.load(buf[key], [iv_cb, iv_c]) for key in CHANNEL_KEYS if key in buf}
         if run_bias is not None:
             from dlc.lowering.kernels.quantized_nchwc import _add_bias
 
@@ -170,5 +152,5 @@ def _tile(kb: KernelBuilder, op, buf, run_bias, outer, ow0, cols: int, suffix: s
                 acc = e(arith.AddiOp(acc, e(arith.MuliOp(xv, wv))))
             accs.append(acc)
         for t, acc in enumerate(accs):
-            q = requantize_tabled(kb, acc, mult, tables, zo, lo, hi)
+            q = requantize_channel(kb, acc, tables, zo, lo, hi)
             kb.store(e(arith.TruncIOp(q, I8)), out, [iv_n, iv_cb, iv_oh, kb.iadd(ow0, t), iv_c])

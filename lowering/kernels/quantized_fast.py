@@ -26,7 +26,8 @@ compile time: with ``ua = a + s`` (s = 128 for s8 activations, else 0),
 point other than 0 (after the u8 shift) would need the activations' row sums and is
 not this kernel's: ``plan_qgemm`` returns None and the plain kernel applies.
 
-Requantization is gemmlowp / TFLite's ``MultiplyByQuantizedMultiplier`` (a Q31 multiplier
+Requantization (an op with ``requant = "float"``: f32, ``requant.requantize_float``; else)
+is gemmlowp / TFLite's ``MultiplyByQuantizedMultiplier`` (a Q31 multiplier
 and a shift per output channel: ``SaturatingRoundingDoublingHighMul`` then
 ``RoundingDivideByPOT``), computed in i64 so the write-back vectorizes; the multipliers
 come from ``dialects/graph/quantized.py``'s requant parameters (the same function the
@@ -40,10 +41,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import DenseArrayBase, IntegerType, MemRefType, i32, i64
+from xdsl.dialects.builtin import DenseArrayBase, f32, IntegerType, MemRefType, i32, i64
 from xdsl.ir import SSAValue
 
 from dlc.dialects import tloop
+from dlc.lowering.kernels import requant as rq
 from dlc.lowering.kernels.builder import KernelBuilder
 from dlc.lowering.kernels.forms import QGEMM, QGEMM_TILE_ATTR, stamp_weight_range
 
@@ -76,6 +78,7 @@ class QGemmPlan:
     out_bits: int = 8
     clamp: tuple[int, int] | None = None
     accumulators: int = 16  # the target's 16-lane accumulator budget (KernelOptions)
+    float_scale: np.ndarray | None = None  # f32 per channel: the op's requant = "float" rounding
 
     @property
     def m_pad(self) -> int:
@@ -117,9 +120,11 @@ def pack_constants(plan: QGemmPlan) -> dict[str, np.ndarray]:
     bias_eff = -(shift_a + plan.a_zero) * colsum  # + the op's bias, read at run time
     mult = np.broadcast_to(np.asarray(plan.multiplier, np.int64), (plan.n,))
     shift = np.broadcast_to(np.asarray(plan.shift, np.int64), (plan.n,))
+    packed = {"wp": np.ascontiguousarray(wp).astype(np.int8), "bias": _wrap_i32(bias_eff)}
+    if plan.float_scale is not None:
+        return {**packed, "scale": np.broadcast_to(np.asarray(plan.float_scale, np.float32), (plan.n,)).copy()}
     return {
-        "wp": np.ascontiguousarray(wp).astype(np.int8),
-        "bias": _wrap_i32(bias_eff),
+        **packed,
         "mult": mult.astype(np.int32),
         "lshift": np.maximum(shift, 0).astype(np.int32),
         "rshift": np.maximum(-shift, 0).astype(np.int32),
@@ -151,7 +156,8 @@ def build_qgemm(kb: KernelBuilder, plan: QGemmPlan, weights: dict[str, str],
     write-back nest (``o_*`` loops) calling ``acc_value_fn(m, n)`` for the final value."""
     mp, kp, np_ = plan.m_pad, plan.k_pad, plan.n_pad
     k4 = kp // GROUP
-    wbuf = {key: kb.emit(tloop.WeightOp(name, _memref(_SHAPES[key](plan), I8 if key == "wp" else i32)))
+    types = {"wp": I8, "scale": f32}
+    wbuf = {key: kb.emit(tloop.WeightOp(name, _memref(_SHAPES[key](plan), types.get(key, i32))))
             for key, name in weights.items()}
     for key, value in wbuf.items():
         value.name_hint = key
@@ -194,12 +200,15 @@ def build_qgemm(kb: KernelBuilder, plan: QGemmPlan, weights: dict[str, str],
             v = kb.emit(arith.AddiOp(v, kb.load(bias, [n])))
         if plan.out_bits == 32:
             return v
-        q = requantize(kb, v, kb.load(wbuf["mult"], [n]), kb.load(wbuf["lshift"], [n]),
-                       kb.load(wbuf["rshift"], [n]))
-        q = kb.emit(arith.AddiOp(q, _c32(kb, plan.out_zero)))
         lo, hi = (-128, 127) if plan.out_signed else (0, 255)
         if plan.clamp is not None:
             lo, hi = max(lo, plan.clamp[0]), min(hi, plan.clamp[1])
+        if plan.float_scale is not None:
+            q = rq.requantize_float(kb, v, kb.load(wbuf["scale"], [n]), plan.out_zero, lo, hi)
+            return kb.emit(arith.TruncIOp(q, I8))
+        q = requantize(kb, v, kb.load(wbuf["mult"], [n]), kb.load(wbuf["lshift"], [n]),
+                       kb.load(wbuf["rshift"], [n]))
+        q = kb.emit(arith.AddiOp(q, _c32(kb, plan.out_zero)))
         q = kb.emit(arith.MinSIOp(kb.emit(arith.MaxSIOp(q, _c32(kb, lo))), _c32(kb, hi)))
         return kb.emit(arith.TruncIOp(q, I8))
 
@@ -214,7 +223,7 @@ def build_qgemm(kb: KernelBuilder, plan: QGemmPlan, weights: dict[str, str],
 
 _SHAPES = {
     "wp": lambda p: [p.n_pad // LANES, p.k_pad // GROUP, LANES, GROUP],
-    "bias": lambda p: [p.n], "mult": lambda p: [p.n], "lshift": lambda p: [p.n], "rshift": lambda p: [p.n],
+    "bias": lambda p: [p.n], "scale": lambda p: [p.n], "mult": lambda p: [p.n], "lshift": lambda p: [p.n], "rshift": lambda p: [p.n],
 }
 
 
@@ -319,8 +328,9 @@ def _plan(op, m: int, n: int, k: int, x_et, w: np.ndarray, w_et, w_zero, a_zero,
     mult, shift = requant.quantize_multipliers(np.broadcast_to(np.asarray(real, np.float64), (n,)))
     out_et = op.results[0].type.element_type
     lo, hi = op.out_range()
+    scale = op.float_scales() if op.requant == "float" else None
     return QGemmPlan(m, n, k, _signed(x_et), int(a_zero), w, not _signed(w_et), np.asarray(w_zero),
-                     mult, shift, int(op.y_zero_point[0]), _signed(out_et), 8, (lo, hi), accumulators)
+                     mult, shift, int(op.y_zero_point[0]), _signed(out_et), 8, (lo, hi), accumulators, scale)
 
 
 def _weights(op, plan: QGemmPlan, name: str) -> dict[str, str]:

@@ -27,8 +27,9 @@ Compile-time constants (weights store): ``wp`` ``[OB, CB, KH, KW, ib/4, 16, 4]``
 after that shift is not this kernel's: :func:`plan` returns None), and per output
 channel (padded to OB x 16) ``bias`` = ``-za * sum(w)`` (the u8 zero point's
 compensation: ``sum (ua - za) w = sum ua w - za sum w``; a constant op bias is added in),
-``mult`` (i32) and the shift tables of ``requant.shift_tables`` (TFLite's single-rounding
-fixed point, as the op's reference: ``lowering/kernels/requant.requantize_tabled``).
+the requantization tables of ``requant.channel_tables`` (``mult`` and the shift tables of
+TFLite's single-rounding fixed point, or an f32 ``scale`` for ``requant = "float"``, as the
+op's reference: ``requant.requantize_channel``).
 Padded output channels have zero weights, bias and multiplier: they hold the clamped
 output zero point, as the op's reference says.
 """
@@ -39,14 +40,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from xdsl.dialects import arith, func, memref
-from xdsl.dialects.builtin import IntegerType, MemRefType, i32, i64
+from xdsl.dialects.builtin import f32, IntegerType, MemRefType, i32, i64
 
 from dlc.dialects import tloop
 from dlc.lowering.kernels import kernel
 from dlc.lowering.kernels.builder import KernelBuilder
 from dlc.lowering.kernels.forms import QCONV2D_NCHWC, stamp_weight_range
 from dlc.lowering.kernels.quantized_fast import _c32, _constant, _wrap_i32
-from dlc.lowering.kernels.requant import SHIFT_KEYS, requantize_tabled, rounding_constants, shift_tables
+from dlc.lowering.kernels.requant import CHANNEL_KEYS, channel_tables, requantize_channel
 
 LANES, GROUP = 16, 4
 I8 = IntegerType(8)
@@ -111,38 +112,15 @@ def pack_weights(w: np.ndarray, w_unsigned: bool, w_zero, cb: int, ib: int, bloc
 
 
 def channel_constants(op, w: np.ndarray, w_unsigned: bool, obn: int, block: int) -> dict[str, np.ndarray]:
-    """bias' (the zero-point compensation), mult, total, half, padded to obn x block
-    (padded channels: multiplier 0)."""
-    from dlc.dialects.graph import requant
-
+    """bias' (the zero-point compensation) and the requantization tables
+    (``requant.channel_tables``), padded to obn x block."""
     o = w.shape[0]
     wi = w.astype(np.int64) - (128 if w_unsigned else 0)
     colsum = wi.reshape(o, -1).sum(axis=1)
-    mult, shift = requant.quantize_multipliers(np.broadcast_to(np.asarray(op.multipliers(), np.float64), (o,)))
     channels = obn * block
-
-    def padded(values) -> np.ndarray:
-        out = np.zeros(channels, np.int64)
-        out[:o] = values
-        return out
-
-    mult = np.asarray(mult, np.int64)
-    if np.any(mult < 0) or np.any(mult >= 1 << 31):
-        raise ValueError("requantization multipliers must be in [0, 2**31)")
-    total = _padded_total(rounding_constants(mult, shift)[1], channels)
-    return {
-        "bias": _wrap_i32(padded(-int(op.x_zero_point[0]) * colsum)),
-        "mult": padded(mult).astype(np.int32),  # < 2**31: sign-extended in the kernel
-        **shift_tables(total),
-    }
-
-
-def _padded_total(total: np.ndarray, channels: int) -> np.ndarray:
-    """``31 - shift`` per channel, 32 past the real ones (their multiplier is 0: any total
-    gives 0; 32 keeps the high-word form open, requant.shift_tables)."""
-    out = np.full(channels, 32, np.int64)
-    out[: total.size] = total
-    return out
+    bias = np.zeros(channels, np.int64)
+    bias[:o] = -int(op.x_zero_point[0]) * colsum
+    return {"bias": _wrap_i32(bias), **channel_tables(op, o, channels)}
 
 
 @kernel("graph.qconv2d_nchwc", options=True)
@@ -179,7 +157,8 @@ def lower_qconv2d_nchwc(op, name: str, options) -> func.FuncOp:
                        ["x", "w", "b"][: len(operands)] + ["out"])
     buf = {}
     for key, array in consts.items():
-        et = {np.dtype(np.int8): I8, np.dtype(np.int32): i32, np.dtype(np.int64): i64}[array.dtype]
+        et = {np.dtype(np.int8): I8, np.dtype(np.int32): i32, np.dtype(np.int64): i64,
+              np.dtype(np.float32): f32}[array.dtype]
         buf[key] = kb.emit(tloop.WeightOp(store.add(f"{name}.{key}", array), MemRefType(et, list(array.shape))))
         buf[key].name_hint = key
     bias = kb.inputs[2] if len(operands) == 3 and bias_value is None else None
@@ -231,8 +210,8 @@ def _tile(kb: KernelBuilder, plan: QConvNCHWcPlan, buf, bias, outer, ow0, cols: 
         v = kb.emit(arith.AddiOp(kb.load(accm, [b, t, lane]), kb.load(buf["bias"], [ch])))
         if bias is not None:  # the op's i32 bias (wrapping adds): real channels only
             v = _add_bias(kb, v, bias, ch, plan.obn * LANES)
-        tables = {key: kb.load(buf[key], [ch]) for key in SHIFT_KEYS if key in buf}
-        q = requantize_tabled(kb, v, kb.load(buf["mult"], [ch]), tables, zo, lo, hi)
+        tables = {key: kb.load(buf[key], [ch]) for key in CHANNEL_KEYS if key in buf}
+        q = requantize_channel(kb, v, tables, zo, lo, hi)
         kb.store(kb.emit(arith.TruncIOp(q, I8)), out, [iv_n, ob, iv_oh, kb.iadd(ow0, t), lane])
 
 

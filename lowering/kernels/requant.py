@@ -5,20 +5,26 @@ integer ops only, bit-identical to it.
 ``mbqm(kb, acc, m, shift)``: ``acc`` an i32 value, ``m`` / ``shift`` i32 values or
 Python ints (per-channel ones are loaded from a :func:`table`). ``requantize``
 adds the zero point and clamps, giving the i32 value of the result element;
-``narrow`` truncates it to the 8-bit storage type.
+``narrow`` truncates it to the 8-bit storage type. :func:`requantize_float` is the
+``requant = "float"`` rounding of the accumulating ops (``graph.quantized._Requantizing``),
+twin of ``graph.quantized.float_requantize``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from xdsl.dialects import arith, memref
-from xdsl.dialects.builtin import IntegerType, i32, i64
+from xdsl.dialects.builtin import f32, IntegerType, i32, i64
 from xdsl.ir import SSAValue
 
 from dlc.lowering.kernels.builder import Index, KernelBuilder
 
 Value = SSAValue | int
+
+MAGIC = 12582912.0  # 1.5 * 2**23: y + MAGIC holds the integer y in its low mantissa bits
+MAGIC_BITS = 0x4B400000  # the bits of MAGIC
 
 
 def _v(kb: KernelBuilder, value: Value, et=i32) -> SSAValue:
@@ -87,7 +93,6 @@ def rounding_constants(m, shift):
     """Per-channel i64 ``(m, total, half)`` of :func:`requantize_i64` from
     ``requant.quantize_multipliers``' ``(m, shift)`` (numpy arrays): ``total = 31 - shift``,
     ``half = 2**(total - 1)``."""
-    import numpy as np
 
     m = np.asarray(m, np.int64)
     total = 31 - np.asarray(shift, np.int64)
@@ -119,7 +124,6 @@ def shift_tables(total):
     (every multiplier below 0.5, as conv / dense requantization has: the high-word form),
     else ``{"total", "half"}`` (:func:`requantize_i64`). :func:`requantize_tabled` reads
     either."""
-    import numpy as np
 
     total = np.asarray(total, np.int64)
     half = np.left_shift(np.int64(1), total - 1)
@@ -154,3 +158,64 @@ def requantize_high_word(kb: KernelBuilder, acc: SSAValue, m: SSAValue, shift_hi
     y = kb.emit(arith.AddiOp(kb.emit(arith.ShRSIOp(high, shift_hi)), kb.const(zero_point, i32)))
     return clamp(kb, y, lo, hi)
 
+
+
+def requantize_float(kb: KernelBuilder, acc: SSAValue, scale: SSAValue | float, zero_point: int,
+                     lo: int, hi: int) -> SSAValue:
+    """``clamp(round_half_even(f32(acc) * scale) + zero_point, lo, hi)`` as i32, ``scale``
+    an f32 value (a table load) or a Python float. The clamp is done in f32 before the
+    rounding (``[lo - zp, hi - zp]``, integers: the same result), so the rounded value is
+    below 2**22 and ``bits(y + 1.5 * 2**23) - bits(1.5 * 2**23)`` is its round-half-even
+    integer (vcvtdq2ps, vmulps, vmaxps, vminps, vaddps, vpsubd: LLVM scalarizes a vector
+    ``fptosi.sat``, and ``math.roundeven`` + ``fptosi`` is one more op)."""
+    assert -(1 << 21) < lo <= hi < 1 << 21, "8-bit results"
+    e = kb.emit
+    s = kb.const(float(scale), f32) if isinstance(scale, float) else scale
+    y = e(arith.MulfOp(e(arith.SIToFPOp(acc, f32)), s))
+    low, high = kb.const(float(lo - zero_point), f32), kb.const(float(hi - zero_point), f32)
+    y = e(arith.SelectOp(e(arith.CmpfOp(y, low, "olt")), low, y))
+    y = e(arith.SelectOp(e(arith.CmpfOp(y, high, "ogt")), high, y))
+    bits = e(arith.BitcastOp(e(arith.AddfOp(y, kb.const(MAGIC, f32))), i32))
+    return e(arith.SubiOp(bits, kb.const(MAGIC_BITS - zero_point, i32)))
+
+
+CHANNEL_KEYS = ("scale", "mult") + SHIFT_KEYS  # the tables channel_tables may write
+
+
+def channel_tables(op, count: int, channels: int) -> dict[str, np.ndarray]:
+    """The per-output-channel requantization tables of a blocked int8 kernel's write-back
+    (numpy, ``channels`` long: the op's ``count`` channels padded to whole blocks, the padding's
+    multiplier or scale 0, so a padded channel holds the clamped output zero point):
+    ``{"scale"}`` (f32) for ``requant = "float"``, else ``{"mult"}`` (i32, below 2**31:
+    sign-extended in the kernel) and the :func:`shift_tables`. Read them with
+    :func:`requantize_channel`."""
+
+    from dlc.dialects.graph import requant
+
+    def padded(values, dtype):
+        out = np.zeros(channels, dtype)
+        values = np.asarray(values)
+        out[: values.size] = values
+        return out
+
+    if op.requant == "float":
+        return {"scale": padded(np.broadcast_to(op.float_scales(), (count,)), np.float32)}
+    reals = np.broadcast_to(np.asarray(op.multipliers(), np.float64), (count,))
+    mult, shift = requant.quantize_multipliers(reals)
+    mult = np.asarray(mult, np.int64)
+    if np.any(mult < 0) or np.any(mult >= 1 << 31):
+        raise ValueError("requantization multipliers must be in [0, 2**31)")
+    # 31 - shift per channel, 32 past the real ones (their multiplier is 0: any total gives
+    # 0; 32 keeps the high-word form open)
+    total = np.full(channels, 32, np.int64)
+    total[: mult.size] = rounding_constants(mult, shift)[1]
+    return {"mult": padded(mult, np.int32), **shift_tables(total)}
+
+
+def requantize_channel(kb: KernelBuilder, acc: SSAValue, tables: dict[str, SSAValue], zero_point: int,
+                       lo: int, hi: int) -> SSAValue:
+    """The write-back's requantization from one channel's loaded :func:`channel_tables`."""
+    if "scale" in tables:
+        return requantize_float(kb, acc, tables["scale"], zero_point, lo, hi)
+    return requantize_tabled(kb, acc, tables["mult"], {k: tables[k] for k in SHIFT_KEYS if k in tables},
+                             zero_point, lo, hi)

@@ -159,3 +159,11 @@ func.func @f(%x: tensor<2x3xf32>) {
   %0 = graph.quantize %x {scale = array<f32: 0.5>, dtype = i8, rounding = "up"} : (tensor<2x3xf32>) -> tensor<2x3xi8>
   func.return
 }
+
+// -----
+
+func.func @f(%dx: tensor<3x7xi8>, %dw: tensor<2x7xi8>) {
+  // expected-error @+1 {{graph.qdense: attribute 'requant' must be one of fixed_point, float, got double}}
+  %0 = graph.qdense %dx, %dw {x_scale = array<f32: 0.1>, w_scale = array<f32: 0.01>, y_scale = array<f32: 0.2>, requant = "double"} : (tensor<3x7xi8>, tensor<2x7xi8>) -> tensor<3x2xi8>
+  func.return
+}

@@ -19,6 +19,7 @@
 // CHECK-NEXT:  %12 = graph.qavg_pool2d %cx {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, x_scale = array<f32: 1.000000e-01>, x_zero_point = array<i64: 7>, y_scale = array<f32: 1.000000e-01>, y_zero_point = array<i64: 7>} : (tensor<1x2x5x5xui8>) -> tensor<1x2x3x3xui8>
 // CHECK-NEXT:  %13 = graph.max_pool2d %cx {kernel = array<i64: 2, 2>} : (tensor<1x2x5x5xui8>) -> tensor<1x2x4x4xui8>
 // CHECK-NEXT:  %14 = graph.quantize %x {scale = array<f32: 5.000000e-01>, dtype = i8, rounding = "half_away"} : (tensor<2x3xf32>) -> tensor<2x3xi8>
+// CHECK-NEXT:  %15 = graph.qdense %dx, %dw {x_scale = array<f32: 1.000000e-01>, w_scale = array<f32: 1.000000e-02>, y_scale = array<f32: 2.000000e-01>, requant = "float"} : (tensor<3x7xi8>, tensor<2x7xi8>) -> tensor<3x2xi8>
 // CHECK-NEXT:  func.return
 // CHECK-NEXT: }
 
@@ -38,5 +39,6 @@ func.func @ops(%x: tensor<2x3xf32>, %q: tensor<3x4xi8>, %acc: tensor<2x5xi32>, %
   %12 = graph.qavg_pool2d %cx {kernel = array<i64: 3, 3>, strides = array<i64: 2, 2>, padding = array<i64: 1, 1, 1, 1>, x_scale = array<f32: 0.1>, x_zero_point = array<i64: 7>, y_scale = array<f32: 0.1>, y_zero_point = array<i64: 7>} : (tensor<1x2x5x5xui8>) -> tensor<1x2x3x3xui8>
   %13 = graph.max_pool2d %cx {kernel = array<i64: 2, 2>} : (tensor<1x2x5x5xui8>) -> tensor<1x2x4x4xui8>
   %14 = graph.quantize %x {scale = array<f32: 0.5>, dtype = i8, rounding = "half_away"} : (tensor<2x3xf32>) -> tensor<2x3xi8>
+  %15 = graph.qdense %dx, %dw {x_scale = array<f32: 0.1>, w_scale = array<f32: 0.01>, y_scale = array<f32: 0.2>, requant = "float"} : (tensor<3x7xi8>, tensor<2x7xi8>) -> tensor<3x2xi8>
   func.return
 }
