@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NameLoc, StringAttr, TensorType
+from xdsl.dialects.builtin import ArrayAttr, ModuleOp, NameLoc, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.traits import Pure
