@@ -240,6 +240,9 @@ OP_CASES: list[OpCase] = [
        x_zero_point=[128], w_scale=[0.01, 0.02, 0.03], y_scale=[0.1], y_zero_point=[120], out_min=120),
     _c("qdense", g.QDenseOp, [In((3, 7), i8, int_range=(-128, 128)), In((2, 7), i8, int_range=(-127, 128))],
        x_scale=[0.1], w_scale=[0.01, 0.02], y_scale=[0.2]),
+    # onnxruntime's f32 rescale (requant.requantize_float: an f32 -> i32 bitcast in C / CUDA)
+    _c("qdense_float", g.QDenseOp, [In((3, 7), i8, int_range=(-128, 128)), In((2, 7), i8, int_range=(-127, 128))],
+       x_scale=[0.5], w_scale=[0.25, 0.125], y_scale=[1.0], y_zero_point=[3], requant="float"),
     _c("qmatmul", g.QMatmulOp, [In((2, 3, 5), ui8, int_range=(0, 256)), In((5, 4), ui8, int_range=(0, 256))],
        a_scale=[0.1], a_zero_point=[128], b_scale=[0.05], b_zero_point=[128], y_scale=[0.3]),
     _c("qadd", g.QAddOp, [In((2, 1, 3), i8, int_range=(-128, 128)), In((4, 1), i8, int_range=(-128, 128))],

@@ -290,7 +290,8 @@ def _op_case_ids():
 # transcendental polynomials (expand-math), the nchwc ops and the te custom op
 FAST_OP_CASES = ("relu_nan", "mod_i32", "shift_right", "cast_u8_2f", "argmax_last", "top_k", "resize_linear",
                  "atan", "scatter_elements", "custom_matmul_relu",
-                 "qavg_pool2d")  # an i64 `1 << n` of the requantize rounding (n up to 32)
+                 "qavg_pool2d",  # an i64 `1 << n` of the requantize rounding (n up to 32)
+                 "qdense_float")  # the f32 rescale's bitcast round
 
 
 def _run_op_case(case, tmp_path):
