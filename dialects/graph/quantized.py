@@ -46,10 +46,11 @@ half to even and saturates (ONNX QuantizeLinear, computed in f32: ``x / scale``)
 
 ONNX's QLinearConv / QLinearMatMul conformance cases expect onnx's float
 requantization (round half to even of ``acc * real``, in f64: numpy's int32 * float32),
-which differs from the fixed point by 1 on ties and from ``requant = "float"`` (f32) near
-them: the ONNX importer keeps its exact path
-(``frontends/onnx/ops_quantized.py``) for those nodes; these ops come from
-DQ -> op -> Q patterns (``transforms/fold_qdq.py``) and TFLite int8 models.
+which differs from the fixed point by 1 on ties and from ``requant = "float"`` (f32)
+only within 2**-24 of a tie: the ONNX importer makes those nodes qconv2d / qmatmul with
+``requant = "float"`` when their parameters are constants, else keeps onnx's decomposed
+form (``frontends/onnx/ops_quantized.py``); the other ops come from DQ -> op -> Q
+patterns (``transforms/fold_qdq.py``) and TFLite int8 models.
 
 Max pooling needs no op of its own: graph.max_pool2d runs on i8/ui8 unchanged.
 """

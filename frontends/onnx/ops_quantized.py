@@ -1,6 +1,11 @@
 """Converters for ONNX's integer and quantized linear algebra: MatMulInteger,
-QLinearMatMul, ConvInteger and QLinearConv, written with graph ops exactly as
-onnx's reference computes them."""
+QLinearMatMul, ConvInteger and QLinearConv, written with graph ops as onnx's reference
+computes them. A 2-D QLinearConv (a QLinearMatMul of operands at least 2-D, per-tensor)
+whose quantization parameters are constants (what onnxruntime's QOperator format writes)
+is graph.qconv2d (graph.qmatmul) with ``requant = "float"`` instead, so the int8 kernels
+run it: its rescale rounds the f32 product, as onnxruntime
+does, where onnx's reference rounds the f64 one (they differ only within 2**-24 of a
+tie)."""
 
 from __future__ import annotations
 
@@ -28,8 +33,26 @@ def _minus_zero_point(ctx: ImportContext, x, zero_point, channel_axis: int | Non
     return ctx.emit(g.SubOp, wide, zp)
 
 
+def _as_qmatmul(node: Node, ctx: ImportContext):
+    """QLinearMatMul as graph.qmatmul with ``requant = "float"`` when its operands are at
+    least 2-D and every scale and zero point is one compile-time constant; else None."""
+    a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp = (node.input(i) for i in range(8))
+    if a.rank < 2 or b.rank < 2:
+        return None
+    params = [_quant_params(a_scale, a_zp), _quant_params(b_scale, b_zp), _quant_params(y_scale, y_zp)]
+    if any(p is None for p in params):
+        return None
+    (as_, az), (bs, bz), (ys, yz) = params
+    out_type = (a if y_zp is None else y_zp).dtype
+    return ctx.emit(g.QMatmulOp, a, b, a_scale=as_, a_zero_point=az, b_scale=bs, b_zero_point=bz,
+                    y_scale=ys, y_zero_point=yz, dtype=element_type_of(out_type), requant="float")
+
+
 @converts("QLinearMatMul")
 def convert_qlinear_matmul(node: Node, ctx: ImportContext):
+    fast = _as_qmatmul(node, ctx)
+    if fast is not None:
+        return [fast]
     a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp = (node.input(i) for i in range(8))
     product = ctx.emit(g.MatmulOp, _minus_zero_point(ctx, a, a_zp), _minus_zero_point(ctx, b, b_zp))
     # the scale ratio in the scales' own type, as the reference computes it
@@ -71,10 +94,53 @@ def convert_conv_integer(node: Node, ctx: ImportContext):
     return [_integer_conv(node, ctx, node.input(0), node.input(2), node.input(1), node.input(3))]
 
 
+def _quant_params(scale, zero_point, count: int | None = None) -> tuple[list[float], list[int]] | None:
+    """(scales, zero points) of a QLinear operand when both are compile-time constants with
+    finite positive f32 scales, one value (or, with ``count``, one per output channel);
+    else None."""
+    if scale is None or scale.const is None or (zero_point is not None and zero_point.const is None):
+        return None
+    s = np.asarray(scale.const)
+    z = np.zeros(1, np.int64) if zero_point is None else np.asarray(zero_point.const).astype(np.int64)
+    sizes = (1,) if count is None else (1, count)
+    if s.dtype != np.float32 or s.ndim > 1 or s.size not in sizes or z.ndim > 1 or z.size not in sizes:
+        return None
+    if not np.all(np.isfinite(s)) or np.any(s <= 0):
+        return None
+    return [float(v) for v in s.reshape(-1)], [int(v) for v in z.reshape(-1)]
+
+
+def _as_qconv2d(node: Node, ctx: ImportContext):
+    """QLinearConv as graph.qconv2d with ``requant = "float"`` (onnxruntime's f32 rescale,
+    so the int8 kernels run it) when its scales and zero points are compile-time constants
+    and it is 2-D; else None (the exact decomposed form below)."""
+    from dlc.frontends.onnx.ops_nn import _window
+
+    x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias = (node.input(i) for i in range(9))
+    if x.rank != 4 or w.rank != 4 or (bias is not None and (bias.dtype != np.int32 or bias.rank != 1)):
+        return None
+    o = w.shape[0]
+    params = [_quant_params(x_scale, x_zp), _quant_params(w_scale, w_zp, o), _quant_params(y_scale, y_zp)]
+    if any(p is None for p in params):
+        return None
+    (xs, xz), (ws, wz), (ys, yz) = params
+    kernel = list(node.attr("kernel_shape", w.shape[2:]))
+    strides, dilations, pads = _window(node, ctx, x.shape[2:], kernel)
+    out_type = (x if y_zp is None else y_zp).dtype
+    operands = [x, w] + ([bias] if bias is not None else [])
+    return ctx.emit(g.QConv2DOp, *operands, strides=strides, dilations=dilations, padding=pads,
+                    groups=int(node.attr("group", 1)), x_scale=xs, x_zero_point=xz, w_scale=ws,
+                    w_zero_point=wz, y_scale=ys, y_zero_point=yz, dtype=element_type_of(out_type),
+                    requant="float")
+
+
 @converts("QLinearConv")
 def convert_qlinear_conv(node: Node, ctx: ImportContext):
     from dlc.frontends.onnx.ops_shape import reshape
 
+    fast = _as_qconv2d(node, ctx)
+    if fast is not None:
+        return [fast]
     x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, bias = (node.input(i) for i in range(9))
     y = _integer_conv(node, ctx, x, x_zp, w, w_zp)
     if bias is not None:

@@ -283,3 +283,95 @@ def test_qdq_model_equals_onnxruntime_bit_for_bit(tmp_path, ties):
     for seed in range(3):
         x = np.random.default_rng(seed).integers(0, 256, (1, 16, 13, 11)).astype(np.uint8)
         np.testing.assert_array_equal(module(x)[0], session.run(None, {"x": x})[0])
+
+
+# -- QLinearConv (onnxruntime's QOperator format) ------------------------------------------
+
+def _qlinear_conv_model(path, group: int, per_channel: bool, bias: bool, pads, strides):
+    """x u8 [1, C, 9, 11] -> QLinearConv (scales and zero points initializers) -> y u8."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(11)
+    c, o, k = 6, 6 if group > 1 else 10, 3
+    w = rng.integers(-127, 128, (o, c // group, k, k)).astype(np.int8)
+    ws = (rng.uniform(0.002, 0.01, o) if per_channel else np.array([0.004])).astype(np.float32)
+    inits = {"xs": np.float32(0.02), "xz": np.uint8(100), "w": w, "ws": ws,
+             "wz": np.zeros(ws.size, np.int8), "ys": np.float32(0.05), "yz": np.uint8(120)}
+    names = ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"]
+    if bias:
+        inits["b"] = rng.integers(-3000, 3000, o).astype(np.int32)
+        names.append("b")
+    node = helper.make_node("QLinearConv", names, ["y"], kernel_shape=[k, k], pads=pads, strides=strides,
+                            group=group)
+    graph = helper.make_graph([node], "qlc", [helper.make_tensor_value_info("x", TensorProto.UINT8, [1, c, 9, 11])],
+                              [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                              [numpy_helper.from_array(np.asarray(v), n) for n, v in inits.items()])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+@pytest.mark.parametrize("group,per_channel,bias,pads,strides", [
+    (1, True, True, [1, 1, 1, 1], [1, 1]), (1, False, False, [0, 1, 2, 0], [2, 1]), (6, True, True, [1, 1, 1, 1], [2, 2])])
+def test_qlinear_conv_runs_as_qconv2d(tmp_path, group, per_channel, bias, pads, strides):
+    """Constant quantization parameters: graph.qconv2d with requant = "float", equal to
+    onnxruntime bit for bit and to onnx's reference (f64 rounding) within one step."""
+    import onnx
+    import onnxruntime as ort
+    from onnx.reference import ReferenceEvaluator
+
+    import dlc
+    from dlc.frontends.onnx import import_model
+
+    path = str(tmp_path / "qlc.onnx")
+    _qlinear_conv_model(path, group, per_channel, bias, pads, strides)
+    module = import_model(path)
+    convs = [op for op in module.walk() if isinstance(op, g.QConv2DOp)]
+    assert len(convs) == 1 and convs[0].requant == "float"
+    compiled = dlc.compile(path)
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    reference = ReferenceEvaluator(onnx.load(path))
+    x = np.random.default_rng(3).integers(0, 256, (1, 6, 9, 11)).astype(np.uint8)
+    got = compiled(x)[0]
+    np.testing.assert_array_equal(got, session.run(None, {"x": x})[0])
+    want = reference.run(None, {"x": x})[0]
+    assert np.abs(got.astype(np.int64) - want).max() <= 1
+
+
+@pytest.mark.parametrize("b_constant", [True, False])
+def test_qlinear_matmul_runs_as_qmatmul(tmp_path, b_constant):
+    import onnx
+    import onnxruntime as ort
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    import dlc
+    from dlc.frontends.onnx import import_model
+
+    rng = np.random.default_rng(5)
+    b = rng.integers(0, 256, (29, 13)).astype(np.uint8)
+    inits = {"as": np.float32(0.03), "az": np.uint8(120), "bs": np.float32(0.02), "bz": np.uint8(128),
+             "ys": np.float32(0.4), "yz": np.uint8(100)}
+    if b_constant:
+        inits["b"] = b
+    inputs = [helper.make_tensor_value_info("a", TensorProto.UINT8, [2, 7, 29])]
+    if not b_constant:
+        inputs.append(helper.make_tensor_value_info("b", TensorProto.UINT8, [29, 13]))
+    node = helper.make_node("QLinearMatMul", ["a", "as", "az", "b", "bs", "bz", "ys", "yz"], ["y"])
+    graph = helper.make_graph([node], "qlm", inputs, [helper.make_tensor_value_info("y", TensorProto.UINT8, None)],
+                              [numpy_helper.from_array(np.asarray(v), n) for n, v in inits.items()])
+    path = str(tmp_path / "qlm.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    ops = [op for op in import_model(path).walk() if isinstance(op, g.QMatmulOp)]
+    assert len(ops) == 1 and ops[0].requant == "float"
+    feeds = {"a": rng.integers(0, 256, (2, 7, 29)).astype(np.uint8)}
+    if not b_constant:
+        feeds["b"] = b
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    want_ort = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"]).run(None, feeds)[0]
+    got = dlc.compile(path)(*feeds.values())[0]
+    np.testing.assert_array_equal(got, want_ort)
+    want = ReferenceEvaluator(onnx.load(path)).run(None, feeds)[0]
+    assert np.abs(got.astype(np.int64) - want).max() <= 1

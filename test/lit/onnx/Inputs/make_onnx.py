@@ -78,7 +78,29 @@ def bad_initializer():
                  [vi("x", [2, 3])], [vi("y", None)], [w])
 
 
-MODELS = {f.__name__: f for f in (conv_block, shape_folding, legacy_softmax, dynamic_batch,
+def qlinear_conv(constant_scales=True):
+    """QLinearConv, its quantization parameters initializers (onnxruntime's QOperator
+    format), or the scales graph inputs."""
+    w = numpy_helper.from_array(np.ones((4, 3, 3, 3), np.int8), "w")
+    params = {"xs": np.float32(0.02), "xz": np.uint8(100), "ws": np.float32(0.01), "wz": np.int8(0),
+              "ys": np.float32(0.05), "yz": np.uint8(10)}
+    inputs = [vi("x", [1, 3, 9, 9], TensorProto.UINT8)]
+    inits = [w]
+    for name, value in params.items():
+        if constant_scales or name not in ("xs", "ys"):
+            inits.append(numpy_helper.from_array(np.asarray(value), name))
+        else:
+            inputs.append(vi(name, [], TensorProto.FLOAT))
+    node = helper.make_node("QLinearConv", ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"], ["y"], name="qconv",
+                            pads=[1, 1, 1, 1])
+    return model([node], inputs, [vi("y", None, TensorProto.UINT8)], inits)
+
+
+def qlinear_conv_input_scales():
+    return qlinear_conv(constant_scales=False)
+
+
+MODELS = {f.__name__: f for f in (qlinear_conv, qlinear_conv_input_scales, conv_block, shape_folding, legacy_softmax, dynamic_batch,
                                   unsupported, dangling, bad_initializer)}
 
 
