@@ -670,9 +670,6 @@ class QMulOp(_QBinaryOp):
     def multipliers(self) -> np.ndarray:
         return _real([np.float64(self.a_scale[0]) * np.float64(self.b_scale[0])], self.y_scale[0])
 
-    def scale_pair(self) -> tuple[float, Sequence[float]]:
-        return self.a_scale[0], self.b_scale
-
     def reference(self, a, b) -> list[np.ndarray]:
         acc = (a.astype(np.int64) - self.a_zero_point[0]) * (b.astype(np.int64) - self.b_zero_point[0])
         lo, hi = self.out_range()

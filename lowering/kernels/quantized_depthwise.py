@@ -43,11 +43,11 @@ def qdepthwise(op, name: str) -> func.FuncOp | None:
     hp, wp = (oh - 1) * sh + (kh - 1) * dh + 1, (ow - 1) * sw + (kw - 1) * dw + 1
     zw = np.broadcast_to(np.asarray(op.w_zero_point, np.int64), (c,))
     wq = (w.astype(np.int64).reshape(c, kh * kw) - zw[:, None]).astype(np.int32)
-    mult, shift = requant.quantize_multipliers(np.broadcast_to(op.multipliers(), (c,)))
     store = store_of(op)
     if op.requant == "float":
         consts = {"wq": wq, "scale": np.broadcast_to(op.float_scales(), (c,)).astype(np.float32)}
     else:
+        mult, shift = requant.quantize_multipliers(np.broadcast_to(op.multipliers(), (c,)))
         consts = {"wq": wq, "mult": mult.astype(np.int32), "lshift": np.maximum(shift, 0).astype(np.int32),
                   "rshift": np.maximum(-shift, 0).astype(np.int32)}
     operands = list(op.operands)
