@@ -41,6 +41,7 @@ g.Conv2DOp`` names any op:
                    pad, concat, split
 ``indexing``       gather, gather_nd, scatter_nd, scatter_elements, top_k,
                    reverse_sequence
+``data_dependent`` nonzero, compress (bounded results with a run-time extent)
 ``spatial``        resize, grid_sample, dft, col2im, roi_align
 ``attention``      attention (scaled dot-product, head split/merge folded in)
 ``control_flow``   if, loop, scan, yield (region ops; not in GRAPH_OPS)
@@ -64,6 +65,7 @@ from dlc.dialects.graph import (
     control_flow,
     conv,
     custom,
+    data_dependent,
     elementwise,
     indexing,
     linalg,
@@ -117,7 +119,7 @@ from dlc.dialects.graph.blocked_layout import _BLOCKED_DATA
 # The family modules in the order GRAPH_OPS lists their ops.
 _FAMILIES = (
     constants, elementwise, cast, linalg, conv, pool, normalization, reduce,
-    movement, indexing, spatial, custom, blocked_layout, quantized, attention,
+    movement, indexing, data_dependent, spatial, custom, blocked_layout, quantized, attention,
 )
 
 
