@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from xdsl.dialects import func
-from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, TensorType, UnitAttr
+from xdsl.dialects.builtin import MemRefType, ModuleOp, StringAttr, TensorType, UnitAttr, i64
 from xdsl.utils.exceptions import DiagnosticException
 
 import dlc.frontends.te  # noqa: F401  (graph.custom's "te" language and kernel)
@@ -192,6 +192,37 @@ def entry_specs(module: ModuleOp) -> dict[str, tuple[list[Spec], list[Spec]]]:
     return entries
 
 
+def entry_extents(module: ModuleOp) -> dict[str, list[tuple[int, int, int]]]:
+    """Per entry with data-dependent outputs (graph.nonzero / compress results returned
+    from it): ``(bounded result, its run-time dim, the count result)`` for each, read
+    from the results' ``dlc.extent_of`` (dialects/graph/data_dependent.py)."""
+    from dlc.dialects.graph.data_dependent import read_extent_of
+
+    found: dict[str, list[tuple[int, int, int]]] = {}
+    for op in module.ops:
+        if not isinstance(op, func.FuncOp) or op.is_declaration or op.res_attrs is None:
+            continue
+        outputs = op.function_type.outputs.data
+        for count, attrs in enumerate(op.res_attrs.data):
+            try:
+                extent = read_extent_of(attrs)
+            except ValueError as err:
+                raise CompileError(f"@{op.sym_name.data} result {count}: {err}") from None
+            if extent is None:
+                continue
+            result, dim = extent
+            where = f"@{op.sym_name.data} result {count}: dlc.extent_of"
+            if not 0 <= result < len(outputs) or result == count:
+                raise CompileError(f"{where} names result {result}, which is not another result")
+            if not 0 <= dim < len(outputs[result].get_shape()):
+                raise CompileError(f"{where} names dim {dim} of result {result}, of rank "
+                                   f"{len(outputs[result].get_shape())}")
+            if outputs[count].get_shape() != () or outputs[count].element_type != i64:
+                raise CompileError(f"{where}: the count must be a tensor<i64>, got {outputs[count]}")
+            found.setdefault(op.sym_name.data, []).append((result, dim, count))
+    return found
+
+
 def _name(attrs, index: int) -> str | None:
     """The ``dlc.name`` an importer gave argument/result ``index`` (ONNX tensor names)."""
     if attrs is None or index >= len(attrs.data):
@@ -218,7 +249,8 @@ def metadata_for(module: ModuleOp, entry: str | None = None, num_threads: int | 
     if not entries:
         return None
     meta = metadata_json(entries, _default_entry(entries, entry),
-                         *((str(target), target.triple) if target is not None else ()))
+                         *((str(target), target.triple) if target is not None else ()),
+                         extents=entry_extents(module))
     if num_threads is not None:
         import json
 
@@ -767,6 +799,7 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
         raise CompileError("the module has no function to compile (llvm-dialect input has no "
                            "entry-point metadata: compile graph- or loop-level IR)")
     default = _default_entry(entries, entry)
+    extents = entry_extents(module)
     meta = metadata_for(module, default, num_threads, target)
     externals: list = []
     if byoc and _level(module) != "graph":
@@ -818,7 +851,8 @@ def compile(source, example_args=None, target: str | Target = "llvm", entry: str
         except JITError as err:
             raise CompileError(str(err)) from None
     points = {
-        name: EntryPoint(name, jit.address(name), ins, outs) for name, (ins, outs) in entries.items()
+        name: EntryPoint(name, jit.address(name), ins, outs, extents=extents.get(name, ()))
+        for name, (ins, outs) in entries.items()
     }
     native = NativeModule(points, default, jit.address("dlc_set_num_threads"), keepalive=jit,
                           alloc_failure_address=jit.address(ALLOC_FAILURE_GETTER),
@@ -904,6 +938,7 @@ def _compile_cuda(source, entry: str | None, example_args=None, allow_tf32: bool
 
     start = time.perf_counter()
     module = load_module(source, example_args)
+    _refuse_extents(module, "the cuda target")
     if allow_tf32:  # read by lower-to-gpu (mma_schedule.ALLOW_TF32_ATTR)
         module.attributes["gpu.allow_tf32"] = UnitAttr()
     loaded = time.perf_counter() - start
@@ -946,6 +981,7 @@ def _compile_c(source, target, entry: str | None, example_args, num_threads, pro
         raise CompileError(f"profile=True is for the llvm target{what} (the {name} is not instrumented)")
     start = time.perf_counter()
     module = load_module(source, example_args)
+    _refuse_extents(module, f"the {name}")
     loaded = time.perf_counter() - start
     try:
         program = build(module, entry=entry)
@@ -953,6 +989,14 @@ def _compile_c(source, target, entry: str | None, example_args, num_threads, pro
         raise CompileError(_one_line(err, "c target")) from None
     program.timings["load"] = loaded
     return program
+
+
+def _refuse_extents(module: ModuleOp, what: str) -> None:
+    """Outputs with a run-time extent (NonZero, Compress) need the llvm target's runtime."""
+    for name, extents in entry_extents(module).items():
+        result, dim, _ = extents[0]
+        raise CompileError(f"@{name} result {result} has a data-dependent dim {dim} (graph.nonzero or "
+                           f"graph.compress); {what} does not return run-time extents yet: use the llvm target")
 
 
 def _bind_weights(module: ModuleOp, symbols: dict[str, str]) -> dict[str, np.ndarray]:

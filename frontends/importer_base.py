@@ -93,15 +93,19 @@ class ImporterBase:
 
     # -- the module ------------------------------------------------------------------
     def finish(self, results: Sequence[SSAValue], arg_names: Sequence[str],
-               result_names: Sequence[str]) -> ModuleOp:
-        """Return ``results`` from ``@main`` (arguments: the block's), attach the weights, verify."""
+               result_names: Sequence[str],
+               result_attrs: Sequence[dict[str, Attribute]] | None = None) -> ModuleOp:
+        """Return ``results`` from ``@main`` (arguments: the block's), attach the weights, verify.
+        ``result_attrs``: more attributes per result, next to its ``dlc.name``."""
         self.block.add_op(func.ReturnOp(*results))
 
-        def names(ns: Sequence[str]) -> ArrayAttr:
-            return ArrayAttr([DictionaryAttr({NAME_ATTR: StringAttr(n)}) for n in ns])
+        def names(ns: Sequence[str], more: Sequence[dict] | None = None) -> ArrayAttr:
+            more = more or [{} for _ in ns]
+            return ArrayAttr([DictionaryAttr({NAME_ATTR: StringAttr(n), **extra}) for n, extra in zip(ns, more)])
 
         fn = func.FuncOp("main", ([a.type for a in self.block.args], [r.type for r in results]),
-                         Region(self.block), arg_attrs=names(arg_names), res_attrs=names(result_names))
+                         Region(self.block), arg_attrs=names(arg_names),
+                         res_attrs=names(result_names, result_attrs))
         module = ModuleOp([fn])
         attach(module, self.store)
         try:

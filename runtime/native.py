@@ -18,6 +18,15 @@ several threads may run at once: each host function reuses one cached workspace
 and a call that finds it taken runs on a fresh one (lowering/plan_workspace.py);
 ``dlc_release_workspaces`` frees the cache when the module is collected.
 
+Run-time extents: an output whose size depends on the data (graph.nonzero,
+graph.compress) is a buffer of its bound, with its true extent along one dim in
+a hidden ``int64`` count output (the metadata's ``extents``: ``[bounded
+output, dim, count output]``). The valid data is the buffer's row-major prefix
+in the true shape, so ``EntryPoint`` returns a view of that prefix (checking
+``0 <= count <= bound``) and drops the count outputs, which follow the named
+ones. ``outputs=`` buffers are the raw ones (``self.outputs``, bounds and
+counts included); a C caller reads the count itself.
+
 libgomp wait policy: before libgomp is first loaded into the process (by the JIT
 or by loading an exported library), ``prefer_short_omp_spin`` sets
 ``GOMP_SPINCOUNT=1000`` unless the user set ``OMP_WAIT_POLICY`` or
@@ -56,6 +65,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import numbers
 import os
 import weakref
@@ -212,10 +222,13 @@ class EntryPoint:
     """One exported host function: its address and its input/output specs."""
 
     def __init__(self, name: str, address: int, inputs: list[Spec], outputs: list[Spec],
-                 alloc_failure_address: int | None = None):
+                 alloc_failure_address: int | None = None, extents: Sequence[Sequence[int]] = ()):
         self.name = name
         self.inputs = inputs
         self.outputs = outputs
+        # (bounded output, its run-time dim, the count output): see "run-time extents"
+        self.extents = [tuple(int(v) for v in e) for e in extents]
+        self._check_extents()
         arity = len(inputs) + len(outputs)
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, *([ctypes.c_void_p] * arity))(address)
         # the module's dlc_alloc_failure_bytes() (NativeModule sets it for its entries)
@@ -248,7 +261,29 @@ class EntryPoint:
         status = self._fn(*(a.ctypes.data for a in args), *(o.ctypes.data for o in outs))
         if status != STATUS_OK:
             raise self._failure(status)
-        return outs
+        return self._cut_to_extents(outs) if self.extents else outs
+
+    def _check_extents(self) -> None:
+        n = len(self.outputs)
+        for result, dim, count in self.extents:
+            if not (0 <= result < n and 0 <= count < n and result != count
+                    and 0 <= dim < len(self.outputs[result][1]) and self.outputs[count][1] == ()):
+                raise DlcRuntimeError(f"@{self.name}: bad run-time extent {[result, dim, count]} in the "
+                                      f"metadata ({n} outputs)")
+
+    def _cut_to_extents(self, outs: list[np.ndarray]) -> list[np.ndarray]:
+        """Each bounded output as its true shape (a view of its buffer's prefix, where the
+        kernel wrote it); the count outputs are dropped."""
+        cut = list(outs)
+        for result, dim, count in self.extents:
+            extent, bound = int(outs[count]), self.outputs[result][1]
+            if not 0 <= extent <= bound[dim]:
+                raise DlcRuntimeError(f"@{self.name}: output '{self.outputs[result][0]}' reports {extent} "
+                                      f"along dim {dim}, outside its bound 0..{bound[dim]}")
+            shape = bound[:dim] + (extent,) + bound[dim + 1:]
+            cut[result] = outs[result].reshape(-1)[:math.prod(shape)].reshape(shape)
+        hidden = {count for _, _, count in self.extents}
+        return [o for k, o in enumerate(cut) if k not in hidden]
 
     def _check_overlap(self, args: list[np.ndarray], outs: list[np.ndarray]) -> None:
         """Kernels take their buffers as noalias: an output sharing memory with an
@@ -371,9 +406,11 @@ class NativeModule:
 
 
 def metadata_json(entries: dict[str, tuple[list[Spec], list[Spec]]], default_entry: str,
-                  target: str | None = None, triple: str | None = None) -> str:
-    """The ``dlc_metadata`` JSON: format, default entry, each entry's inputs and outputs,
-    and (when given) the target string and triple the code was built for."""
+                  target: str | None = None, triple: str | None = None,
+                  extents: dict[str, list[tuple[int, int, int]]] | None = None) -> str:
+    """The ``dlc_metadata`` JSON: format, default entry, each entry's inputs and outputs
+    (and ``extents``, where it has outputs with run-time extents), and (when given) the
+    target string and triple the code was built for."""
     data = {
         "format": METADATA_FORMAT,
         "default_entry": default_entry,
@@ -382,6 +419,8 @@ def metadata_json(entries: dict[str, tuple[list[Spec], list[Spec]]], default_ent
             for name, (ins, outs) in entries.items()
         },
     }
+    for name, found in (extents or {}).items():
+        data["entries"][name]["extents"] = [list(e) for e in found]
     if target is not None:
         data["target"] = target
     if triple is not None:
@@ -418,6 +457,8 @@ def load(path: str, num_threads: int | None = None) -> NativeModule:
                                   f"{METADATA_FORMAT!r} (re-export the model)")
         specs = {name: (specs_from_json(spec["inputs"]), specs_from_json(spec["outputs"]))
                  for name, spec in meta["entries"].items()}
+        extents = {name: [[int(v) for v in e] for e in spec.get("extents", [])]
+                   for name, spec in meta["entries"].items()}
         default = meta["default_entry"]
         external = [(str(symbol), str(target)) for symbol, target in meta.get("external", [])]
     except (ValueError, KeyError, TypeError, AttributeError) as err:
@@ -433,7 +474,8 @@ def load(path: str, num_threads: int | None = None) -> NativeModule:
         from dlc.runtime.cuda import load_cuda_module
 
         return load_cuda_module(path, lib, meta, specs, address)
-    entries = {name: EntryPoint(name, address(name), ins, outs) for name, (ins, outs) in specs.items()}
+    entries = {name: EntryPoint(name, address(name), ins, outs, extents=extents[name])
+               for name, (ins, outs) in specs.items()}
     module = NativeModule(entries, default, address("dlc_set_num_threads"), keepalive=lib,
                           release_workspaces_address=address("dlc_release_workspaces"),
                           alloc_failure_address=address(ALLOC_FAILURE_GETTER), external_kernels=external)

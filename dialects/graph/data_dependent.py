@@ -17,7 +17,7 @@ import math
 from typing import ClassVar
 
 import numpy as np
-from xdsl.dialects.builtin import TensorType, i64
+from xdsl.dialects.builtin import DictionaryAttr, IntegerAttr, TensorType, i64
 from xdsl.irdl import irdl_op_definition, operand_def, result_def, traits_def
 from xdsl.traits import Pure
 
@@ -31,6 +31,27 @@ from dlc.dialects.graph_base import (
     tensor_type,
 )
 from dlc.dialects.graph.common import _check_element, _expect_count, Types
+
+
+# On a function result holding a run-time extent: ``{result = k, dim = d}``, the
+# result (k) whose dim d it sizes. The runtime returns result k cut to that
+# extent and hides this one (driver.entry_extents, runtime/native.py).
+EXTENT_OF_ATTR = "dlc.extent_of"
+
+
+def extent_of_attr(result: int, dim: int) -> DictionaryAttr:
+    return DictionaryAttr({"result": IntegerAttr(result, i64), "dim": IntegerAttr(dim, i64)})
+
+
+def read_extent_of(attrs: DictionaryAttr) -> tuple[int, int] | None:
+    """(result, dim) of a result's ``dlc.extent_of``, or None."""
+    value = attrs.data.get(EXTENT_OF_ATTR)
+    if not isinstance(value, DictionaryAttr):
+        return None
+    result, dim = value.data.get("result"), value.data.get("dim")
+    if not isinstance(result, IntegerAttr) or not isinstance(dim, IntegerAttr):
+        raise ValueError(f"{EXTENT_OF_ATTR} must be {{result = <int>, dim = <int>}}, got {value}")
+    return result.value.data, dim.value.data
 
 
 class BoundedResultOp(GraphOp):
@@ -97,6 +118,7 @@ class CompressOp(BoundedResultOp):
     """
 
     name = "graph.compress"
+    NARROW_TYPES: ClassVar[bool] = True  # moves elements only (bf16, f8 kept as stored)
     axis = IntAttribute(optional=True)
     x = operand_def(TensorType)
     condition = operand_def(TensorType)

@@ -181,12 +181,14 @@ def _type_text(elem: str, dims: list) -> str:
     return f"{elem}[{','.join(str(d) for d in dims)}]" if dims is not None else f"{elem}[?]"
 
 
-def check_declared_outputs(vi: onnx.ValueInfoProto, inferred: TensorType) -> None:
+def check_declared_outputs(vi: onnx.ValueInfoProto, inferred: TensorType,
+                           run_time_dim: int | None = None) -> None:
     """A graph output's declared tensor type agrees with what its graph makes.
 
     The element type must match when declared; a declared shape must have the
     inferred rank, and every static dim (``dim_value``) must equal the inferred
-    one; symbolic (``dim_param``) and unknown dims match anything.
+    one; symbolic (``dim_param``) and unknown dims match anything, as does
+    ``run_time_dim`` (a data-dependent extent: the inferred dim is its bound).
     """
     if vi.type.WhichOneof("value") != "tensor_type":
         return
@@ -221,7 +223,7 @@ def check_declared_outputs(vi: onnx.ValueInfoProto, inferred: TensorType) -> Non
             f"(rank {len(dims)} vs {len(shape)})"
         )
     for i, (d, n) in enumerate(zip(dims, shape)):
-        if d.HasField("dim_value") and d.dim_value != n:
+        if d.HasField("dim_value") and d.dim_value != n and i != run_time_dim:
             raise OnnxImportError(
                 f"graph output '{vi.name}': declared type {declared_text} but the graph makes {made} "
                 f"(dim {i} is {d.dim_value}, inferred {n})"

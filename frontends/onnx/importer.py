@@ -26,6 +26,10 @@ only becomes IR when an op that is not folded uses it: small ones inline
 Signature: graph inputs that are not initializers become the arguments of
 ``@main`` in ONNX order, each with ``arg_attrs`` ``{dlc.name = "<onnx input>"}``;
 graph outputs become its results with ``res_attrs`` ``{dlc.name = "<onnx output>"}``.
+A graph output whose extent is data dependent (NonZero, Compress) is its bounded
+buffer; its count follows the named outputs as a result ``"<name>:extent"`` with
+``{dlc.extent_of = {result, dim}}`` (dialects/graph/data_dependent.py), which the
+runtime uses to return the true shape.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from dlc.dialects.graph_base import (
     numpy_dtype,
     tensor_type,
 )
+from dlc.dialects.graph.data_dependent import EXTENT_OF_ATTR, extent_of_attr
 from dlc.frontends.importer_base import ImporterBase
 from dlc.frontends.onnx.checks import (
     check_declared_outputs,
@@ -85,6 +90,9 @@ class Tensor:
     # graph inputs a run-time value is computed from (names the input to bind
     # as a constant when a compile-time value is needed)
     sources: tuple[str, ...] = ()
+    # a data-dependent extent (graph.nonzero / compress results): (the count
+    # tensor, the dim it sizes, the producing node, as errors name it)
+    extent: tuple[Tensor, int, str] | None = None
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -172,6 +180,8 @@ class ImportContext(ImporterBase):
     # -- values ----------------------------------------------------------------------
     def value(self, t: Tensor) -> SSAValue:
         """The SSA value of ``t``, materializing a known value on first use."""
+        if t.extent is not None:
+            raise self.error(bounded_use_error(t))
         if t.ssa is None:
             assert t.const is not None
             t.ssa = self.materialize(t.const, t.name or "const", t.element_type)
@@ -588,14 +598,32 @@ def import_model(
 
     _convert_nodes(graph, ctx, values, base_dir, opset)
 
-    results = []
-    for vi in graph.output:
+    results, names, extents = [], [vi.name for vi in graph.output], []
+    for index, vi in enumerate(graph.output):
         t = values.get(vi.name)
         if t is None:
             raise OnnxImportError(f"graph output '{vi.name}' is not produced by any node")
+        if t.extent is not None:  # the bounded buffer, plus its count as a hidden result
+            count, dim, _ = t.extent
+            check_declared_outputs(vi, t.type, run_time_dim=dim)
+            results.append(t.ssa)
+            extents.append((ctx.value(count), index, dim))
+            continue
         check_declared_outputs(vi, t.type)
         results.append(ctx.value(t))
-    return ctx.finish(results, arg_names, [vi.name for vi in graph.output])
+    extra_attrs = [{} for _ in results]
+    for count, index, dim in extents:
+        results.append(count)
+        names.append(f"{names[index]}:extent")
+        extra_attrs.append({EXTENT_OF_ATTR: extent_of_attr(index, dim)})
+    return ctx.finish(results, arg_names, names, extra_attrs)
+
+
+def bounded_use_error(t: Tensor) -> str:
+    """Why a value with a data-dependent extent cannot feed an op (yet)."""
+    _, dim, producer = t.extent
+    return (f"input '{t.name}' has a data-dependent dim {dim} (made by {producer}); such a value "
+            "can only be a graph output, not an operand of another op (needs symbolic shapes)")
 
 
 def _convert_nodes(graph, ctx: ImportContext, values: dict[str, Tensor], base_dir, opset) -> None:
@@ -622,6 +650,8 @@ def _convert_node(proto: onnx.NodeProto, label: str, ctx: ImportContext,
                 f"{label}: input '{name}' is not produced by "
                 "any earlier node, initializer or graph input (dangling edge)"
             )
+        if t.extent is not None:
+            raise OnnxImportError(f"{label}: {bounded_use_error(t)}")
         inputs.append(t)
     check_node_schema(proto, opset, label)
     converter = lookup(proto.op_type)

@@ -27,7 +27,7 @@ from dlc.dialects.graph_base import is_narrow
 NARROW_NATIVE = frozenset({
     "Cast", "CastLike", "QuantizeLinear", "DequantizeLinear",
     "Identity", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Concat", "Split",
-    "Slice", "Gather", "Expand", "Shape", "Size",
+    "Slice", "Gather", "Expand", "Shape", "Size", "Compress",
 })
 
 

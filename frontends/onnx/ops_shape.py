@@ -660,19 +660,6 @@ def convert_cumprod(node: Node, ctx: ImportContext):
     return [transpose(ctx, y, inverse)]
 
 
-@converts("Compress")
-def convert_compress(node: Node, ctx: ImportContext):
-    x = node.input(0)
-    condition = np.asarray(ctx.const_of(node.input(1), "condition")).reshape(-1).astype(bool)
-    axis = node.attr("axis")
-    if axis is None:
-        x = reshape(ctx, x, [math.prod(x.shape)])
-        axis = 0
-    axis = ctx.axis(axis, x.rank)
-    indices = np.nonzero(condition[: x.shape[axis]])[0].astype(np.int64)
-    return [ctx.emit(g.GatherOp, x, ctx.constant(indices), axis=axis)]
-
-
 @converts("OneHot")
 def convert_one_hot(node: Node, ctx: ImportContext):
     # indices == iota along the new axis, selecting off/on values

@@ -16,7 +16,7 @@ CONVERTERS: Registry[Callable] = Registry(
     "ONNX converter",
     modules=[
         f"dlc.frontends.onnx.{name}"
-        for name in ("ops_elementwise", "ops_indexing", "ops_loss", "ops_nn", "ops_quantized",
+        for name in ("ops_data_dependent", "ops_elementwise", "ops_indexing", "ops_loss", "ops_nn", "ops_quantized",
                      "ops_reduce", "ops_shape", "ops_spatial", "rnn", "control_flow")
     ],
 )

@@ -20,7 +20,7 @@ KERNELS: Registry[KernelGenerator] = Registry(
     "kernel generator",
     modules=[
         f"dlc.lowering.kernels.{name}"
-        for name in ("attention", "conv", "conv_nchwc", "det", "elementwise", "indexing", "layer_norm", "matmul", "movement",
+        for name in ("attention", "conv", "conv_nchwc", "data_dependent", "det", "elementwise", "indexing", "layer_norm", "matmul", "movement",
                      "nchwc_ops", "pool", "quantized", "quantized_depthwise_nchwc", "quantized_nchwc", "reduce", "resize", "softmax", "spatial")
     ],
 )

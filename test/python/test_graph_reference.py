@@ -15,6 +15,14 @@ from test_graph_util import onnx_run, rand, run
 f32, i32, i64 = np.float32, np.int32, np.int64
 
 
+def _bounded(op_type, inputs, attrs, bound, dim):
+    """ONNX's result laid into a zeroed ``bound`` as its prefix, and its extent along ``dim``."""
+    (want,) = onnx_run(op_type, inputs, attrs, (), 18, n_out=1)
+    flat = np.zeros(int(np.prod(bound)), want.dtype)
+    flat[:want.size] = want.reshape(-1)
+    return [flat.reshape(bound), np.array(want.shape[dim], np.int64)]
+
+
 def _i64(*v):
     return np.array(v, dtype=np.int64)
 
@@ -267,6 +275,12 @@ CASES = [
      rand(3, 2)], {"axis": 1, "reduction": "min"}, ("ScatterElements", {"axis": 1, "reduction": "min"}, (), 18)),
     ("top_k_smallest", g.TopKOp, [np.array([[1, 3, 3, 2, 0, 3, 0]], f32)], {"k": 4, "largest": False},
      ("TopK", {"axis": -1, "largest": 0}, (_i64(4),), 18)),
+    # -- data-dependent (bounded results: ONNX's true result as the prefix of the bound, then
+    #    its count; compiled on odd shapes and through the runtime in test_data_dependent_ops.py)
+    ("nonzero", g.NonZeroOp, [np.array([[0, 1.5, 0], [-0.0, 0, 3], [np.nan, 0, 0]], f32)], {},
+     lambda x: _bounded("NonZero", [x], {}, (2, 9), 1)),
+    ("compress_axis1", g.CompressOp, [rand(2, 5, 3), np.array([True, False, True, True])], {"axis": 1},
+     lambda x, c: _bounded("Compress", [x, c], {"axis": 1}, (2, 4, 3), 1)),
     ("reverse_sequence", g.ReverseSequenceOp, [rand(5, 3, 2), np.array([2, 5, 1], i64)], {},
      ("ReverseSequence", {}, (), 18)),
     ("resize_nearest", g.ResizeOp, [rand(1, 2, 3, 5)], {"sizes": [1, 2, 7, 2]},

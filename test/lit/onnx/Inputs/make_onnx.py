@@ -59,11 +59,11 @@ def dynamic_batch():
 def unsupported():
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="relu"),
-        helper.make_node("NonZero", ["a"], ["b"], name="nonzero_1"),
-        helper.make_node("NonZero", ["b"], ["c"], name="nonzero_2"),
-        helper.make_node("Unique", ["c"], ["y"], name="unique"),
+        helper.make_node("Unique", ["a"], ["b"], name="unique_1"),
+        helper.make_node("RandomUniformLike", ["a"], ["c"], name="noise"),
+        helper.make_node("Unique", ["b"], ["y"], name="unique_2"),
     ]
-    return model(nodes, [vi("x", [2])], [vi("y", None)])
+    return model(nodes, [vi("x", [2])], [vi("y", None), vi("c", None)])
 
 
 def dangling():
@@ -100,8 +100,29 @@ def qlinear_conv_input_scales():
     return qlinear_conv(constant_scales=False)
 
 
+def data_dependent():
+    """NonZero and Compress (a run-time condition) as graph outputs; Compress with a
+    constant condition, which has a static shape."""
+    keep = numpy_helper.from_array(np.array([True, False, True]), "keep")
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["where"], name="nonzero"),
+        helper.make_node("Compress", ["x", "c"], ["rows"], name="compress", axis=0),
+        helper.make_node("Compress", ["x", "keep"], ["cols"], name="compress_known", axis=1),
+    ]
+    return model(nodes, [vi("x", [3, 4]), vi("c", [3], TensorProto.BOOL)],
+                 [vi("where", [2, None], TensorProto.INT64), vi("rows", [None, 4]), vi("cols", None)], [keep])
+
+
+def data_dependent_consumer():
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["where"], name="nonzero"),
+        helper.make_node("Transpose", ["where"], ["y"], name="transpose"),
+    ]
+    return model(nodes, [vi("x", [3, 4])], [vi("y", None)])
+
+
 MODELS = {f.__name__: f for f in (qlinear_conv, qlinear_conv_input_scales, conv_block, shape_folding, legacy_softmax, dynamic_batch,
-                                  unsupported, dangling, bad_initializer)}
+                                  unsupported, dangling, bad_initializer, data_dependent, data_dependent_consumer)}
 
 
 def main():
