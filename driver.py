@@ -193,25 +193,24 @@ def entry_specs(module: ModuleOp) -> dict[str, tuple[list[Spec], list[Spec]]]:
 
 
 def entry_extents(module: ModuleOp) -> dict[str, list[tuple[int, int, int]]]:
-    """Per entry with data-dependent outputs (graph.nonzero / compress results returned
-    from it): ``(bounded result, its run-time dim, the count result)`` for each, read
-    from the results' ``dlc.extent_of`` (dialects/graph/data_dependent.py)."""
-    from dlc.dialects.graph.data_dependent import read_extent_of
+    """Per entry with data-dependent outputs (graph.nonzero / compress / unique /
+    non_max_suppression results returned from it): ``(bounded result, its run-time dim,
+    the count result)`` for each, read from the results' ``dlc.extent_of``
+    (dialects/graph/data_dependent.py) and checked."""
+    from dlc.dialects.graph.data_dependent import function_extents
 
     found: dict[str, list[tuple[int, int, int]]] = {}
     for op in module.ops:
-        if not isinstance(op, func.FuncOp) or op.is_declaration or op.res_attrs is None:
+        if not isinstance(op, func.FuncOp) or op.is_declaration:
             continue
+        name = op.sym_name.data
+        try:
+            extents = function_extents(op)
+        except ValueError as err:
+            raise CompileError(f"@{name}: {err}") from None
         outputs = op.function_type.outputs.data
-        for count, attrs in enumerate(op.res_attrs.data):
-            try:
-                extent = read_extent_of(attrs)
-            except ValueError as err:
-                raise CompileError(f"@{op.sym_name.data} result {count}: {err}") from None
-            if extent is None:
-                continue
-            result, dim = extent
-            where = f"@{op.sym_name.data} result {count}: dlc.extent_of"
+        for result, dim, count in extents:
+            where = f"@{name} result {count}: dlc.extent_of"
             if not 0 <= result < len(outputs) or result == count:
                 raise CompileError(f"{where} names result {result}, which is not another result")
             if not 0 <= dim < len(outputs[result].get_shape()):
@@ -219,7 +218,8 @@ def entry_extents(module: ModuleOp) -> dict[str, list[tuple[int, int, int]]]:
                                    f"{len(outputs[result].get_shape())}")
             if outputs[count].get_shape() != () or outputs[count].element_type != i64:
                 raise CompileError(f"{where}: the count must be a tensor<i64>, got {outputs[count]}")
-            found.setdefault(op.sym_name.data, []).append((result, dim, count))
+        if extents:
+            found[name] = extents
     return found
 
 
@@ -995,8 +995,8 @@ def _refuse_extents(module: ModuleOp, what: str) -> None:
     """Outputs with a run-time extent (NonZero, Compress) need the llvm target's runtime."""
     for name, extents in entry_extents(module).items():
         result, dim, _ = extents[0]
-        raise CompileError(f"@{name} result {result} has a data-dependent dim {dim} (graph.nonzero or "
-                           f"graph.compress); {what} does not return run-time extents yet: use the llvm target")
+        raise CompileError(f"@{name} result {result} has a data-dependent dim {dim} (nonzero, compress, "
+                           f"unique or non_max_suppression); {what} does not return run-time extents yet: use the llvm target")
 
 
 def _bind_weights(module: ModuleOp, symbols: dict[str, str]) -> dict[str, np.ndarray]:

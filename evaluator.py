@@ -14,6 +14,7 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Block, Operation, SSAValue
 
+from dlc.dialects.graph.data_dependent import function_extents, true_shaped
 from dlc.dialects.graph_base import GraphOp, numpy_dtype
 
 
@@ -41,7 +42,9 @@ def find_function(module: ModuleOp | func.FuncOp, entry: str | None = None) -> f
 def evaluate(
     module: ModuleOp | func.FuncOp, inputs: Sequence[np.ndarray], entry: str | None = None
 ) -> list[np.ndarray]:
-    """Evaluate ``entry`` (default: @main or the first function) on ``inputs``."""
+    """Evaluate ``entry`` (default: @main or the first function) on ``inputs``; results
+    with a run-time extent (``dlc.extent_of``) come back in their true shape, as from
+    the compiled module."""
     fn = find_function(module, entry)
     block = fn.body.block
     if len(inputs) != len(block.args):
@@ -64,7 +67,7 @@ def evaluate(
                 f"expected {dtype} ({arg.type})"
             )
         env[arg] = value.astype(dtype, copy=False)
-    return evaluate_block(block, env)
+    return true_shaped(evaluate_block(block, env), function_extents(fn))
 
 
 def evaluate_block(block: Block, env: dict[SSAValue, np.ndarray]) -> list[np.ndarray]:

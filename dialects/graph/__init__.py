@@ -41,7 +41,8 @@ g.Conv2DOp`` names any op:
                    pad, concat, split
 ``indexing``       gather, gather_nd, scatter_nd, scatter_elements, top_k,
                    reverse_sequence
-``data_dependent`` nonzero, compress (bounded results with a run-time extent)
+``data_dependent`` nonzero, compress, unique, non_max_suppression (bounded results
+                   with a run-time extent)
 ``spatial``        resize, grid_sample, dft, col2im, roi_align
 ``attention``      attention (scaled dot-product, head split/merge folded in)
 ``control_flow``   if, loop, scan, yield (region ops; not in GRAPH_OPS)

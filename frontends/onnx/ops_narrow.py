@@ -49,8 +49,19 @@ def compute_in_f32(node, ctx, convert: Callable) -> list:
         for t in node.inputs
     ]
     outs = convert(node, ctx)
-    return [t if t is None or t.element_type != f32 else ctx.emit(g.CastOp, t, to=bf16)
-            for t in outs]
+    return [t if t is None or t.element_type != f32 else _cast_back(ctx, t) for t in outs]
+
+
+def _cast_back(ctx, t):
+    """``t`` rounded to bf16. A result with a run-time extent (Unique's values) keeps it:
+    a cast maps the bounded buffer element by element, so its prefix stays the data."""
+    extent, t.extent = t.extent, None
+    try:
+        out = ctx.emit(g.CastOp, t, to=bf16)
+    finally:
+        t.extent = extent
+    out.extent = extent
+    return out
 
 
 def expand_in_f32(proto, label, inputs, ctx, values, base_dir, opset, expand: Callable) -> None:

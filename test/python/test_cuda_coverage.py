@@ -116,10 +116,10 @@ def test_every_graph_op_has_a_gpu_case():
     # blocked int8 convs are built only by the CPU pipeline's alter-op-layout (not in
     # GPU_GRAPH_PASSES) for the x86 vpdpbusd / lane kernels, with constant weights; the
     # panel-packed matmul only by the CPU pipeline's pack-matmul-weights (its register tile).
-    # nonzero / compress return run-time extents, which only the llvm target's runtime
-    # reads: dlc.compile refuses them for cuda (test_data_dependent_ops.py)
+    # nonzero / compress / unique / non_max_suppression return run-time extents, which only
+    # the llvm target's runtime reads: dlc.compile refuses them for cuda (test_data_dependent_ops.py)
     cpu_only = {"graph.qconv2d_nchwc", "graph.qdepthwise_conv2d_nchwc", "graph.matmul_packed",
-                "graph.nonzero", "graph.compress"}
+                "graph.nonzero", "graph.compress", "graph.unique", "graph.non_max_suppression"}
     assert "alter-op-layout" not in GPU_GRAPH_PASSES
     expected = {op.name for op in GRAPH_OPS} - {"graph.constant", "graph.weight"} - cpu_only
     assert sorted(expected - covered_op_names()) == []

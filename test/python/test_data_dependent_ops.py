@@ -212,3 +212,108 @@ def test_compress_condition_longer_than_the_axis_is_an_import_error():
 def test_targets_without_extents_refuse_clearly(target):
     with pytest.raises(CompileError, match=r"@main result 0 has a data-dependent dim 1 .*use the llvm target"):
         dlc_compile(_two_outputs_model(), target=target, jit=False)
+
+
+# ------------------------------------------------------------------ unique
+
+
+def _numpy_unique(x, axis, sorted_):
+    """ONNX Unique's four results from np.unique (first-occurrence order when not sorted)."""
+    y, first, inverse, counts = np.unique(x.reshape(-1) if axis is None else x, True, True, True,
+                                          axis=None if axis is None else axis)
+    inverse = inverse.reshape(-1)
+    if not sorted_:
+        order = np.argsort(first)
+        remap = np.empty_like(order)
+        remap[order] = np.arange(len(order))
+        y = np.take(x.reshape(-1) if axis is None else x, first[order], axis=0 if axis is None else axis)
+        first, inverse, counts = first[order], remap[inverse], counts[order]
+    return y, first.astype(np.int64), inverse.astype(np.int64), counts.astype(np.int64)
+
+
+@pytest.mark.parametrize("shape,axis", [((1,), None), ((13,), None), ((3, 5), None), ((7, 2), 0),
+                                        ((2, 7), 1), ((3, 4, 2), 1), ((1, 1), 0)])
+@pytest.mark.parametrize("sorted_", [True, False])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_unique_kernel_matches_numpy(shape, axis, sorted_, dtype):
+    x = RNG.integers(0, 3, size=shape).astype(dtype)  # few distinct values: repeats everywhere
+    (y, first, inverse, counts, n), _ = run_compiled(g.UniqueOp, [x], axis=axis, sorted=sorted_)
+    want = _numpy_unique(x, axis, sorted_)
+    k = int(n)
+    along = 0 if axis is None else axis
+    assert k == want[0].shape[along]
+    y_shape = list(want[0].shape)
+    np.testing.assert_array_equal(_prefix(y, y_shape), want[0])
+    np.testing.assert_array_equal(first[:k], want[1])
+    np.testing.assert_array_equal(inverse, want[2])
+    np.testing.assert_array_equal(counts[:k], want[3])
+
+
+def test_unique_nan_is_one_value_after_every_number():
+    x = np.array([np.nan, 2.0, np.nan, -1.0, 2.0], np.float32)
+    (y, first, inverse, counts, n), _ = run_compiled(g.UniqueOp, [x])
+    assert int(n) == 3
+    np.testing.assert_array_equal(y[:3], [-1.0, 2.0, np.nan])
+    np.testing.assert_array_equal(first[:3], [3, 1, 0])
+    np.testing.assert_array_equal(inverse, [2, 1, 2, 0, 1])
+    np.testing.assert_array_equal(counts[:3], [1, 2, 2])
+
+
+# ------------------------------------------------------------------ non_max_suppression
+
+
+def _nms_model(center=0, with_threshold=True):
+    inputs = [_vi("boxes", TensorProto.FLOAT, None), _vi("scores", TensorProto.FLOAT, None),
+              _vi("max", TensorProto.INT64, [1]), _vi("iou", TensorProto.FLOAT, [1])]
+    names = ["boxes", "scores", "max", "iou"] + (["thr"] if with_threshold else [])
+    if with_threshold:
+        inputs.append(_vi("thr", TensorProto.FLOAT, [1]))
+    return names, inputs, helper.make_node("NonMaxSuppression", names, ["selected"], center_point_box=center)
+
+
+def _random_boxes(batches, n, center):
+    lo = RNG.uniform(0, 10, size=(batches, n, 2)).astype(np.float32)
+    size = RNG.uniform(0.5, 4, size=(batches, n, 2)).astype(np.float32)
+    if center:
+        return np.concatenate([lo + size / 2, size], axis=2)
+    corners = np.concatenate([lo, lo + size], axis=2)[:, :, [1, 0, 3, 2]]  # [y1, x1, y2, x2]
+    flip = RNG.random((batches, n)) < 0.3  # corners in either order
+    corners[flip] = corners[flip][:, [2, 3, 0, 1]]
+    return corners
+
+
+@pytest.mark.parametrize("batches,classes,n", [(1, 1, 1), (2, 3, 7), (1, 2, 31)])
+@pytest.mark.parametrize("center", [0, 1])
+@pytest.mark.parametrize("with_threshold", [True, False])
+def test_nms_model_matches_onnxruntime(batches, classes, n, center, with_threshold):
+    names, inputs, node = _nms_model(center, with_threshold)
+    boxes = _random_boxes(batches, n, center)
+    inputs[0] = _vi("boxes", TensorProto.FLOAT, list(boxes.shape))
+    inputs[1] = _vi("scores", TensorProto.FLOAT, [batches, classes, n])
+    model = _model([node], inputs, [_vi("selected", TensorProto.INT64, [None, 3])])
+    compiled = dlc_compile(model)
+    session = ort.InferenceSession(model.SerializeToString())
+    for max_out, iou, thr in ((3, 0.3, 0.2), (0, 0.5, 0.0), (100, 0.0, 0.9), (-1, 0.5, 0.0), (5, 1.0, -1.0)):
+        scores = RNG.random((batches, classes, n)).astype(np.float32)
+        scores[..., :2] = 0.5  # ties: the lower box index first
+        feed = {"boxes": boxes, "scores": scores, "max": np.array([max_out], np.int64),
+                "iou": np.array([iou], np.float32), "thr": np.array([thr], np.float32)}
+        feed = {k: v for k, v in feed.items() if k in names}
+        (got,) = compiled(*feed.values())
+        (want,) = session.run(None, feed)
+        np.testing.assert_array_equal(got, want)
+
+
+def test_nms_with_a_constant_max_output_is_bounded_by_it():
+    names, inputs, node = _nms_model()
+    max_out = numpy_helper.from_array(np.array([2], np.int64), "max")
+    inputs = [_vi("boxes", TensorProto.FLOAT, [1, 9, 4]), _vi("scores", TensorProto.FLOAT, [1, 3, 9]),
+              inputs[3], inputs[4]]
+    model = _model([node], inputs, [_vi("selected", TensorProto.INT64, None)], [max_out])
+    assert "-> (tensor<6x3xi64>" in str(import_model(model))  # 1 batch x 3 classes x 2
+    boxes, scores = _random_boxes(1, 9, 0), RNG.random((1, 3, 9)).astype(np.float32)
+    feed = {"boxes": boxes, "scores": scores, "iou": np.array([0.4], np.float32),
+            "thr": np.array([0.1], np.float32)}
+    (got,) = dlc_compile(model)(*feed.values())
+    (want,) = ort.InferenceSession(model.SerializeToString()).run(None, feed)
+    np.testing.assert_array_equal(got, want)

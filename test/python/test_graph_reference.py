@@ -23,6 +23,20 @@ def _bounded(op_type, inputs, attrs, bound, dim):
     return [flat.reshape(bound), np.array(want.shape[dim], np.int64)]
 
 
+def _bounded_unique(x, attrs):
+    """ONNX Unique's four results in graph.unique's layout: values, first indices and
+    counts as prefixes of their bounds, the inverse as is, then the count."""
+    y, first, inverse, counts = onnx_run("Unique", [x], attrs, (), 18, n_out=4)
+    axis = attrs.get("axis")
+    n = x.size if axis is None else x.shape[axis]
+    bound = list(y.shape)
+    bound[0 if axis is None else axis] = n
+    prefix = [np.zeros(int(np.prod(b)), a.dtype) for a, b in ((y, bound), (first, [n]), (counts, [n]))]
+    for buf, a in zip(prefix, (y, first, counts)):
+        buf[:a.size] = a.reshape(-1)
+    return [prefix[0].reshape(bound), prefix[1], inverse, prefix[2], np.array(first.size, np.int64)]
+
+
 def _i64(*v):
     return np.array(v, dtype=np.int64)
 
@@ -281,6 +295,15 @@ CASES = [
      lambda x: _bounded("NonZero", [x], {}, (2, 9), 1)),
     ("compress_axis1", g.CompressOp, [rand(2, 5, 3), np.array([True, False, True, True])], {"axis": 1},
      lambda x, c: _bounded("Compress", [x, c], {"axis": 1}, (2, 4, 3), 1)),
+    ("unique_sorted_axis0", g.UniqueOp, [np.array([[1, 0], [2, 3], [1, 0], [0, 4], [2, 3]], f32)], {"axis": 0},
+     lambda x: _bounded_unique(x, {"axis": 0})),
+    ("unique_first_seen", g.UniqueOp, [np.array([3, 1, 3, 0, 1, 7, 3], i64)], {"sorted": False},
+     lambda x: _bounded_unique(x, {"sorted": 0})),
+    ("non_max_suppression", g.NonMaxSuppressionOp,
+     [np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, -0.1, 1, 0.9], [0, 10, 1, 11], [0, 10.1, 1, 11.1],
+                 [0, 100, 1, 101]]], f32), np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3], [0.1, 0.8, 0.2, 0.3, 0.9, 0.7]]], f32),
+      np.array([2], i64), np.array([0.5], f32), np.array([0.25], f32)], {},
+     lambda *xs: _bounded("NonMaxSuppression", list(xs), {}, (12, 3), 0)),
     ("reverse_sequence", g.ReverseSequenceOp, [rand(5, 3, 2), np.array([2, 5, 1], i64)], {},
      ("ReverseSequence", {}, (), 18)),
     ("resize_nearest", g.ResizeOp, [rand(1, 2, 3, 5)], {"sizes": [1, 2, 7, 2]},
