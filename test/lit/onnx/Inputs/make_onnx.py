@@ -59,9 +59,9 @@ def dynamic_batch():
 def unsupported():
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="relu"),
-        helper.make_node("Unique", ["a"], ["b"], name="unique_1"),
+        helper.make_node("Multinomial", ["a"], ["b"], name="draw_1"),
         helper.make_node("RandomUniformLike", ["a"], ["c"], name="noise"),
-        helper.make_node("Unique", ["b"], ["y"], name="unique_2"),
+        helper.make_node("Multinomial", ["b"], ["y"], name="draw_2"),
     ]
     return model(nodes, [vi("x", [2])], [vi("y", None), vi("c", None)])
 
