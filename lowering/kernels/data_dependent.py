@@ -40,6 +40,14 @@ def _bump(kb: KernelBuilder, cell: SSAValue, at: list) -> None:
     kb.store(kb.add(kb.load(cell, at), kb.const(1, i64), i64), cell, at)
 
 
+def _around_axis(shape: list[int], axis: int | None) -> tuple[int, int, int]:
+    """(elements before, the axis' extent, elements after): ``x`` seen as [pre, n, post];
+    no axis: the flattened ``x``."""
+    if axis is None:
+        return 1, math.prod(shape), 1
+    return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+
+
 def _cell(kb: KernelBuilder, et, hint: str, shape=(1,)) -> SSAValue:
     cell = kb.emit(memref.AllocaOp.get(et, shape=list(shape)))
     cell.name_hint = hint
@@ -79,8 +87,7 @@ def lower_nonzero(op: GraphOp, name: str) -> func.FuncOp:
         with kb.if_(is_set(ivs)):
             _bump(kb, count, [])
     n = kb.to_index(kb.load(count, []), i64)
-    slot = kb.emit(memref.AllocaOp.get(i64, shape=[1]))
-    slot.name_hint = "slot"
+    slot = _cell(kb, i64, "slot")
     kb.store(kb.const(0, i64), slot, [0])
     with kb.loops([f"f{k}" for k in range(len(shape))], shape) as ivs:
         with kb.if_(is_set(ivs)):
@@ -97,10 +104,7 @@ def lower_compress(op: GraphOp, name: str) -> func.FuncOp:
     x_t, cond_t = (o.type for o in op.operands)
     out_t, count_t = (r.type for r in op.results)
     shape = list(x_t.get_shape())
-    if op.axis is None:
-        pre, length, post = 1, math.prod(shape), 1
-    else:
-        pre, length, post = math.prod(shape[:op.axis]), shape[op.axis], math.prod(shape[op.axis + 1:])
+    pre, length, post = _around_axis(shape, op.axis)
     kept = cond_t.get_shape()[0]
     et = out_t.element_type
     kb = KernelBuilder(name, [x_t, cond_t], [out_t, count_t], op.name, ["x", "condition", "out", "count"])
@@ -117,8 +121,7 @@ def lower_compress(op: GraphOp, name: str) -> func.FuncOp:
         with kb.if_(chosen(i)):
             _bump(kb, count, [])
     n = kb.to_index(kb.load(count, []), i64)
-    slot = kb.emit(memref.AllocaOp.get(i64, shape=[1]))
-    slot.name_hint = "slot"
+    slot = _cell(kb, i64, "slot")
     kb.store(kb.const(0, i64), slot, [0])
     with kb.loop("i", kept) as i:
         with kb.if_(chosen(i)):
@@ -266,10 +269,7 @@ def lower_unique(op: GraphOp, name: str) -> func.FuncOp:
     x_t = op.operands[0].type
     out_t, first_t, inverse_t, counts_t, count_t = (r.type for r in op.results)
     shape = list(x_t.get_shape())
-    if op.axis is None:
-        pre, n, post = 1, math.prod(shape), 1
-    else:
-        pre, n, post = math.prod(shape[:op.axis]), shape[op.axis], math.prod(shape[op.axis + 1:])
+    pre, n, post = _around_axis(shape, op.axis)
     et = x_t.element_type
     kb = KernelBuilder(name, [x_t], [out_t, first_t, inverse_t, counts_t, count_t], op.name,
                        ["x", "out", "first", "inverse", "counts", "count"])
